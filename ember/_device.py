@@ -1,0 +1,122 @@
+"""Devices: a name for a backend stack, e.g. ``ember.device("cpu")``.
+
+A device type maps to a factory that builds the backend stack for an index. Devices are interned,
+so ``a.device is b.device`` is the cheap same-device test the dispatch path uses.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from ._errors import BackendUnavailable
+
+__all__ = ["Device", "device", "register_device", "get_default_device", "set_default_device"]
+
+_FACTORIES: dict[str, Callable[[int | None], object]] = {}
+_HINTS: dict[str, str] = {
+    "cuda": "install the CUDA backend with `pip install ember[cuda]` on a machine with an NVIDIA GPU",
+    "wgpu": "install the WebGPU backend with `pip install ember[wgpu]`",
+}
+_CACHE: dict[str, "Device"] = {}
+
+
+class Device:
+    """A device: ``type`` ('cpu', 'cuda', ...), ``index`` (int or None) and the backend stack.
+
+    Compares equal to its string form: ``ember.device("cpu") == "cpu"``.
+    A custom stack is wrapped directly: ``ember.Device(backend=MyBackend())``.
+    """
+
+    __slots__ = ("type", "index", "backend", "_str")
+
+    def __init__(self, type: str = "cpu", index: int | None = None, backend=None):  # noqa: A002
+        self.type = type
+        self.index = index
+        self._str = type if index is None else f"{type}:{index}"
+        if backend is None:
+            factory = _FACTORIES.get(type)
+            if factory is None:
+                hint = _HINTS.get(type)
+                known = ", ".join(sorted(_FACTORIES))
+                raise BackendUnavailable(
+                    f"no backend for device type {type!r}" + (f": {hint}" if hint else f" (known: {known})"))
+            backend = factory(index)
+        self.backend = backend
+
+    def __repr__(self) -> str:
+        if self.index is None:
+            return f"device(type='{self.type}')"
+        return f"device(type='{self.type}', index={self.index})"
+
+    def __str__(self) -> str:
+        return self._str
+
+    def __eq__(self, other) -> bool:
+        if isinstance(other, Device):
+            return self is other or (self._str == other._str and self.backend is other.backend)
+        if isinstance(other, str):
+            return self._str == other or (other == self.type and self.index in (None, 0))
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(self._str)
+
+
+def register_device(type: str, factory: Callable[[int | None], object]) -> None:  # noqa: A002
+    """Register a backend stack factory for a device type (``factory(index) -> backend``)."""
+    _FACTORIES[type] = factory
+    for key in [k for k, d in _CACHE.items() if d.type == type]:
+        del _CACHE[key]
+
+
+def device(spec="cpu", index: int | None = None) -> Device:
+    """The interned :class:`Device` for a string like ``"cpu"``, ``"cuda:0"``, or a Device.
+
+    >>> ember.device("cpu")
+    device(type='cpu')
+    """
+    if isinstance(spec, Device):
+        return spec
+    if not isinstance(spec, str):
+        raise TypeError(f"device must be a string or ember.Device, got {type(spec).__name__}")
+    key = spec if index is None else f"{spec}:{index}"
+    dev = _CACHE.get(key)
+    if dev is not None:
+        return dev
+    kind, _, idx = key.partition(":")
+    if "://" in spec:  # URL-style devices (remote://host:port) keep the whole address as index
+        kind, idx = spec.split("://", 1)[0], spec.split("://", 1)[1]
+        dev = Device(kind, None, _FACTORIES[kind](idx) if kind in _FACTORIES else None)
+        dev._str = spec
+    else:
+        if idx and not idx.isdigit():
+            raise ValueError(f"invalid device string {spec!r}: the index after ':' must be an integer")
+        dev = Device(kind, int(idx) if idx else None)
+    _CACHE[key] = dev
+    return dev
+
+
+_default: Device | None = None
+
+
+def get_default_device() -> Device:
+    """The device new tensors go to when none is given (``cpu`` unless changed)."""
+    global _default
+    if _default is None:
+        _default = device("cpu")
+    return _default
+
+
+def set_default_device(spec) -> None:
+    """Set the device for new tensors: ``ember.set_default_device("cuda")``."""
+    global _default
+    _default = device(spec)
+
+
+def _numpy_stack(index):
+    from .backend.numpy import Numpy
+
+    return Numpy()
+
+
+register_device("cpu", _numpy_stack)

@@ -1,0 +1,9 @@
+"""Exception types shared by every layer (the lowest layer: imports nothing from ember)."""
+
+
+class LinAlgError(RuntimeError):
+    """A linear-algebra routine failed on its input (singular matrix, not positive-definite...)."""
+
+
+class BackendUnavailable(RuntimeError):
+    """A device was asked for whose backend is not installed or has no hardware."""

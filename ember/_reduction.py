@@ -1,0 +1,319 @@
+"""Reductions (sum, mean, max, var, ...) and scans (cumsum, cummax, ...)."""
+
+from __future__ import annotations
+
+import math
+from collections import namedtuple
+
+from . import _dtype as dt
+from ._shape import norm_dim, norm_dims, reduced_shape
+from ._tensor import Tensor, method, run, wrap
+from ._elementwise import cast
+
+values_indices = namedtuple("values_indices", ["values", "indices"])
+
+
+class return_types:  # noqa: N801 - mirrors torch.return_types
+    max = namedtuple("max", ["values", "indices"])
+    min = namedtuple("min", ["values", "indices"])
+    sort = namedtuple("sort", ["values", "indices"])
+    topk = namedtuple("topk", ["values", "indices"])
+    kthvalue = namedtuple("kthvalue", ["values", "indices"])
+    median = namedtuple("median", ["values", "indices"])
+    mode = namedtuple("mode", ["values", "indices"])
+    cummax = namedtuple("cummax", ["values", "indices"])
+    cummin = namedtuple("cummin", ["values", "indices"])
+    var_mean = namedtuple("var_mean", ["var", "mean"])
+    std_mean = namedtuple("std_mean", ["std", "mean"])
+    aminmax = namedtuple("aminmax", ["min", "max"])
+    slogdet = namedtuple("slogdet", ["sign", "logabsdet"])
+    qr = namedtuple("qr", ["Q", "R"])
+    svd = namedtuple("svd", ["U", "S", "Vh"])
+    eigh = namedtuple("eigh", ["eigenvalues", "eigenvectors"])
+
+
+def _reduce(op: str, x: Tensor, dim, keepdim: bool, out_dtype: dt.dtype, **attrs) -> Tensor:
+    dims = norm_dims(dim, x.ndim, op)
+    if dims is not None and len(dims) == x.ndim and x.ndim:
+        dims = None if not keepdim else dims
+    shape = reduced_shape(x._shape, dims, keepdim)
+    h = x._device.backend.run(op, (x._h,), {"dim": dims, "keepdim": keepdim, **attrs})
+    return wrap(h, shape, out_dtype, x._device)
+
+
+def _sum_dtype(x: Tensor, dtype) -> dt.dtype:
+    if dtype is not None:
+        return dt.as_dtype(dtype)
+    return dt.int64 if x._dtype.category < 2 else x._dtype
+
+
+@method
+def sum(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:  # noqa: A001
+    """Sum over ``dim`` (all dims by default); integer and bool inputs sum to int64."""
+    d = _sum_dtype(input, dtype)
+    return _reduce("sum", input, dim, keepdim, d, dtype=d)
+
+
+@method
+def nansum(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
+    """Sum treating NaN as zero."""
+    d = _sum_dtype(input, dtype)
+    if not input._dtype.is_floating_point:
+        return sum(input, dim, keepdim, dtype=d)
+    return _reduce("nansum", input, dim, keepdim, d, dtype=d)
+
+
+@method
+def prod(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
+    """Product over ``dim`` (one dim, or all by default)."""
+    d = _sum_dtype(input, dtype)
+    return _reduce("prod", input, dim, keepdim, d, dtype=d)
+
+
+def _float_dtype(x: Tensor, dtype, op: str) -> dt.dtype:
+    if dtype is not None:
+        d = dt.as_dtype(dtype)
+    else:
+        d = x._dtype
+    if not d.is_floating_point:
+        raise RuntimeError(f"{op}(): could not infer output dtype. Input dtype must be either a floating "
+                           f"point or complex dtype. Got: {x._dtype.name.capitalize()}")
+    return d
+
+
+@method
+def mean(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
+    """Arithmetic mean over ``dim``; floating inputs only (or pass ``dtype``)."""
+    d = _float_dtype(input, dtype, "mean")
+    return _reduce("mean", input, dim, keepdim, d, dtype=d)
+
+
+@method
+def nanmean(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
+    """Mean of the non-NaN elements."""
+    _float_dtype(input, dtype, "nanmean")
+    keep = ~input.isnan()
+    return nansum(input, dim, keepdim, dtype=dtype) / sum(keep, dim, keepdim).to(dtype or input._dtype)
+
+
+def _check_nonempty(x: Tensor, dim, op: str):
+    if x.numel() == 0:
+        dims = norm_dims(dim, x.ndim, op)
+        if dims is None or any(x._shape[d] == 0 for d in dims):
+            raise IndexError(f"{op}(): Expected reduction dim to be specified for input.numel() == 0, "
+                             f"or the reduced dim to have nonzero size (input shape {list(x._shape)})")
+
+
+@method
+def amax(input: Tensor, dim=(), keepdim: bool = False) -> Tensor:
+    """Maximum over ``dim`` (all dims by default); NaN propagates."""
+    _check_nonempty(input, dim if dim != () else None, "amax")
+    return _reduce("amax", input, dim if dim != () else None, keepdim, input._dtype)
+
+
+@method
+def amin(input: Tensor, dim=(), keepdim: bool = False) -> Tensor:
+    """Minimum over ``dim``; NaN propagates."""
+    _check_nonempty(input, dim if dim != () else None, "amin")
+    return _reduce("amin", input, dim if dim != () else None, keepdim, input._dtype)
+
+
+@method
+def aminmax(input: Tensor, *, dim=None, keepdim: bool = False):
+    return return_types.aminmax(amin(input, dim if dim is not None else (), keepdim),
+                                amax(input, dim if dim is not None else (), keepdim))
+
+
+def _extreme(op: str, input: Tensor, dim, keepdim, other):
+    if isinstance(dim, Tensor):  # max(a, b): elementwise
+        other, dim = dim, None
+    if other is not None:
+        from ._elementwise import maximum, minimum
+        return (maximum if op == "max" else minimum)(input, other)
+    if dim is None:
+        _check_nonempty(input, None, op)
+        return _reduce("a" + op, input, None, False, input._dtype)
+    d = norm_dim(dim, input.ndim, op)
+    _check_nonempty(input, d, op)
+    shape = reduced_shape(input._shape, (d,) if input.ndim else None, keepdim)
+    v, i = input._device.backend.run(op + "_dim", (input._h,), {"dim": d if input.ndim else None, "keepdim": keepdim}) \
+        if input.ndim else (input._device.backend.run("copy", (input._h,), {}),
+                            input._device.backend.run("full", (), {"shape": (), "value": 0, "dtype": dt.int64}))
+    rt = return_types.max if op == "max" else return_types.min
+    return rt(wrap(v, shape, input._dtype, input._device), wrap(i, shape, dt.int64, input._device))
+
+
+@method
+def max(input: Tensor, dim=None, keepdim: bool = False, *, other=None):  # noqa: A001
+    """max(x): the largest value; max(x, dim): (values, indices); max(x, y): elementwise."""
+    return _extreme("max", input, dim, keepdim, other)
+
+
+@method
+def min(input: Tensor, dim=None, keepdim: bool = False, *, other=None):  # noqa: A001
+    """min(x): the smallest value; min(x, dim): (values, indices); min(x, y): elementwise."""
+    return _extreme("min", input, dim, keepdim, other)
+
+
+def _arg(op: str, input: Tensor, dim, keepdim: bool) -> Tensor:
+    if dim is None:
+        _check_nonempty(input, None, op)
+        shape = (1,) * input.ndim if keepdim else ()
+        return wrap(input._device.backend.run(op, (input._h,), {"dim": None, "keepdim": keepdim}),
+                    shape, dt.int64, input._device)
+    d = norm_dim(dim, input.ndim, op)
+    _check_nonempty(input, d, op)
+    if not input.ndim:
+        return wrap(input._device.backend.run("full", (), {"shape": (), "value": 0, "dtype": dt.int64}),
+                    (), dt.int64, input._device)
+    shape = reduced_shape(input._shape, (d,), keepdim)
+    return wrap(input._device.backend.run(op, (input._h,), {"dim": d, "keepdim": keepdim}), shape, dt.int64, input._device)
+
+
+@method
+def argmax(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Tensor:
+    """Index of the maximum (of the flattened tensor when dim is None); the first NaN wins."""
+    return _arg("argmax", input, dim, keepdim)
+
+
+@method
+def argmin(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Tensor:
+    """Index of the minimum."""
+    return _arg("argmin", input, dim, keepdim)
+
+
+@method
+def all(input: Tensor, dim=None, keepdim: bool = False) -> Tensor:  # noqa: A001
+    """True where every element (over dim) is nonzero."""
+    return _reduce("all", input, dim, keepdim, dt.bool)
+
+
+@method
+def any(input: Tensor, dim=None, keepdim: bool = False) -> Tensor:  # noqa: A001
+    """True where some element (over dim) is nonzero."""
+    return _reduce("any", input, dim, keepdim, dt.bool)
+
+
+def _correction(unbiased, correction) -> float:
+    if correction is not None:
+        return correction
+    return 1 if unbiased is None or unbiased else 0
+
+
+@method
+def var(input: Tensor, dim=None, unbiased=None, keepdim: bool = False, *, correction=None) -> Tensor:
+    """Variance over dim with Bessel's ``correction`` (1 by default; 0 for the population)."""
+    if isinstance(unbiased, (int, tuple, list)) and not isinstance(unbiased, bool):
+        dim, unbiased = unbiased, None  # var(x, 1) means dim=1
+    _float_dtype(input, None, "var")
+    return _reduce("var", input, dim, keepdim, input._dtype, correction=_correction(unbiased, correction))
+
+
+@method
+def std(input: Tensor, dim=None, unbiased=None, keepdim: bool = False, *, correction=None) -> Tensor:
+    """Standard deviation: sqrt(var)."""
+    return var(input, dim, unbiased, keepdim, correction=correction).sqrt()
+
+
+def var_mean(input: Tensor, dim=None, unbiased=None, keepdim: bool = False, *, correction=None):
+    """(var, mean) over dim."""
+    return return_types.var_mean(var(input, dim, unbiased, keepdim, correction=correction),
+                                 mean(input, dim, keepdim))
+
+
+def std_mean(input: Tensor, dim=None, unbiased=None, keepdim: bool = False, *, correction=None):
+    """(std, mean) over dim."""
+    return return_types.std_mean(std(input, dim, unbiased, keepdim, correction=correction),
+                                 mean(input, dim, keepdim))
+
+
+@method
+def logsumexp(input: Tensor, dim=None, keepdim: bool = False) -> Tensor:
+    """log(sum(exp(x))) over dim, computed stably."""
+    x = input if input._dtype.is_floating_point else cast(input, dt.get_default_dtype())
+    if x._device.backend.supports("logsumexp"):
+        dims = norm_dims(dim, x.ndim, "logsumexp")
+        return wrap(x._device.backend.run("logsumexp", (x._h,), {"dim": dims, "keepdim": keepdim}),
+                    reduced_shape(x._shape, dims, keepdim), x._dtype, x._device)
+    if x.numel() == 0:
+        return sum(x.exp(), dim, keepdim).log()
+    m = amax(x, dim if dim is not None else (), keepdim=True)
+    m = m.masked_fill(m.isinf(), 0.0)
+    out = sum((x - m).exp(), dim, keepdim=True).log() + m
+    dims = norm_dims(dim, x.ndim, "logsumexp")
+    if not keepdim:
+        out = out.reshape(reduced_shape(x._shape, dims, False))
+    return out
+
+
+@method
+def norm(input: Tensor, p="fro", dim=None, keepdim: bool = False, dtype=None) -> Tensor:
+    """Vector p-norm over dim (or the whole tensor); 'fro' is the 2-norm; 'nuc' needs 2 dims."""
+    from . import linalg
+    if p == "nuc":
+        return linalg.matrix_norm(input, "nuc", dim if dim is not None else (-2, -1), keepdim, dtype=dtype)
+    if p == "fro":
+        p = 2
+    return linalg.vector_norm(input, p, dim, keepdim, dtype=dtype)
+
+
+def _scan(op: str, input: Tensor, dim: int, dtype) -> Tensor:
+    d = norm_dim(dim, input.ndim, op)
+    out_dtype = _sum_dtype(input, dtype)
+    x = input if input.ndim else input.reshape(1)
+    h = x._device.backend.run(op, (x._h,), {"dim": d if input.ndim else 0, "dtype": out_dtype})
+    return wrap(h, input._shape, out_dtype, input._device) if input.ndim else \
+        wrap(h, (1,), out_dtype, input._device).reshape(())
+
+
+@method
+def cumsum(input: Tensor, dim: int, *, dtype=None) -> Tensor:
+    """Running sum along dim (integers accumulate in int64)."""
+    return _scan("cumsum", input, dim, dtype)
+
+
+@method
+def cumprod(input: Tensor, dim: int, *, dtype=None) -> Tensor:
+    """Running product along dim."""
+    return _scan("cumprod", input, dim, dtype)
+
+
+def _cum_extreme(op: str, input: Tensor, dim: int):
+    d = norm_dim(dim, input.ndim, op)
+    x = input if input.ndim else input.reshape(1)
+    v, i = x._device.backend.run(op, (x._h,), {"dim": d if input.ndim else 0})
+    rt = getattr(return_types, op)
+    v, i = wrap(v, x._shape, x._dtype, x._device), wrap(i, x._shape, dt.int64, x._device)
+    if not input.ndim:
+        v, i = v.reshape(()), i.reshape(())
+    return rt(v, i)
+
+
+@method
+def cummax(input: Tensor, dim: int):
+    """(running max, index of the latest position holding it) along dim."""
+    return _cum_extreme("cummax", input, dim)
+
+
+@method
+def cummin(input: Tensor, dim: int):
+    """(running min, index of the latest position holding it) along dim."""
+    return _cum_extreme("cummin", input, dim)
+
+
+@method
+def logcumsumexp(input: Tensor, dim: int) -> Tensor:
+    """log(cumsum(exp(x))) along dim, computed stably."""
+    d = norm_dim(dim, input.ndim, "logcumsumexp")
+    x = input if input._dtype.is_floating_point else cast(input, dt.get_default_dtype())
+    return run("logcumsumexp", (x,), {"dim": d}, x._shape, x._dtype) if x.ndim else x.clone()
+
+
+@method
+def count_nonzero(input: Tensor, dim=None) -> Tensor:
+    """Number of nonzero elements over dim."""
+    return sum(input != 0, dim)
+
+
+def numel(input: Tensor) -> int:
+    return math.prod(input._shape)

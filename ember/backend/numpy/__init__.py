@@ -1,0 +1,71 @@
+"""The numpy backend: ember's reference CPU backend, and the one every other backend is tested against.
+
+Handles are numpy arrays. Ops are plain functions ``fn(*inputs, **attrs)`` collected from the
+modules of this package into one table, so ``run`` is a dict lookup and a call.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+
+from ..base import UnsupportedOp
+from . import creation, elementwise, indexing, linalg, movement, random, reduce, sorting
+
+# numpy reports IEEE events (0/0, log(-1), inf-inf) as RuntimeWarnings attributed to the calling
+# frame. PyTorch is silent about them, so we silence them for our own modules only; setting
+# np.errstate per call would cost ~2 µs an op.
+warnings.filterwarnings("ignore", category=RuntimeWarning, module=r"ember\.backend\.numpy")
+
+_OPS: dict = {}
+for _mod in (creation, elementwise, reduce, movement, indexing, linalg, sorting, random):
+    _OPS.update(_mod.OPS)
+
+
+class Numpy:
+    """numpy arrays as storage; numpy/BLAS/LAPACK as compute. Device type ``cpu``."""
+
+    name = "numpy"
+    device_type = "cpu"
+
+    def __init__(self):
+        self._ops = _OPS
+
+    def run(self, op: str, inputs: tuple, attrs: dict):
+        try:
+            fn = self._ops[op]
+        except KeyError:
+            raise UnsupportedOp(self.name, op) from None
+        return fn(*inputs, **attrs)
+
+    def supports(self, op: str) -> bool:
+        return op in self._ops
+
+    def write(self, array: np.ndarray) -> np.ndarray:
+        return array
+
+    def read(self, handle: np.ndarray) -> np.ndarray:
+        return handle
+
+    def strides(self, handle: np.ndarray) -> tuple[int, ...]:
+        item = handle.itemsize
+        return tuple(s // item for s in handle.strides)
+
+    def shape(self, handle: np.ndarray) -> tuple[int, ...]:
+        return handle.shape
+
+    def storage_offset(self, handle: np.ndarray) -> int:
+        base = handle
+        while isinstance(base.base, np.ndarray):
+            base = base.base
+        return (handle.__array_interface__["data"][0] - base.__array_interface__["data"][0]) // handle.itemsize
+
+    def data_ptr(self, handle: np.ndarray) -> int:
+        return handle.__array_interface__["data"][0]
+
+    def nbytes(self, handle: np.ndarray) -> int:
+        return handle.nbytes
+
+    def __repr__(self) -> str:
+        return "Numpy()"
