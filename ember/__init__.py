@@ -52,3 +52,9 @@ from ._indexing import (  # noqa: F401
     masked_scatter, masked_select, nonzero, scatter, scatter_add, scatter_reduce, take, take_along_dim,
 )
 from . import _printing  # noqa: F401,E402
+from ._sorting import *  # noqa: F401,F403,E402
+from ._linalg_ops import *  # noqa: F401,F403,E402
+from ._random import *  # noqa: F401,F403,E402
+from ._interop import *  # noqa: F401,F403,E402
+from . import linalg  # noqa: E402
+from ._dtype import as_dtype  # noqa: F401,E402

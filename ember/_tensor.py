@@ -274,3 +274,20 @@ def method(fn=None, *, name: str | None = None):
 def is_tensor(obj) -> bool:
     """True for ember tensors (torch.is_tensor)."""
     return isinstance(obj, Tensor)
+
+
+# Autograd attributes until the Autodiff decorator lands: tensors never require grad, and asking
+# for gradients says so clearly instead of silently doing nothing.
+def _requires_grad_(self, requires_grad: bool = True):
+    if requires_grad:
+        raise NotImplementedError("requires_grad: gradients need ember's Autodiff backend, which this "
+                                  "version does not include yet")
+    return self
+
+
+Tensor.requires_grad = property(lambda self: False)
+Tensor.grad = property(lambda self: None)
+Tensor.grad_fn = property(lambda self: None)
+Tensor.is_leaf = property(lambda self: True)
+Tensor.requires_grad_ = _requires_grad_
+Tensor.detach = lambda self: self

@@ -1,0 +1,27 @@
+"""Shared fixtures: the backends every registry test runs on."""
+
+from __future__ import annotations
+
+import pytest
+
+import ember
+
+
+def available_devices() -> list[str]:
+    """Device strings of every backend usable on this machine (more appear as backends land)."""
+    devices = ["cpu"]
+    for spec in ("cpu:compiled", "wgpu", "cuda"):
+        try:
+            ember.device(spec)
+        except Exception:
+            continue
+        devices.append(spec)
+    return devices
+
+
+DEVICES = available_devices()
+
+
+@pytest.fixture(params=DEVICES)
+def device(request):
+    return request.param
