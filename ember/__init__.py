@@ -58,3 +58,4 @@ from ._random import *  # noqa: F401,F403,E402
 from ._interop import *  # noqa: F401,F403,E402
 from . import linalg  # noqa: E402
 from ._dtype import as_dtype  # noqa: F401,E402
+from ._softmax import *  # noqa: F401,F403,E402

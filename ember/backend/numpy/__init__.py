@@ -11,7 +11,7 @@ import warnings
 import numpy as np
 
 from ..base import UnsupportedOp
-from . import creation, elementwise, indexing, linalg, movement, random, reduce, sorting
+from . import composite, creation, elementwise, indexing, linalg, movement, random, reduce, sorting
 
 # numpy reports IEEE events (0/0, log(-1), inf-inf) as RuntimeWarnings attributed to the calling
 # frame. PyTorch is silent about them, so we silence them for our own modules only; setting
@@ -19,7 +19,7 @@ from . import creation, elementwise, indexing, linalg, movement, random, reduce,
 warnings.filterwarnings("ignore", category=RuntimeWarning, module=r"ember\.backend\.numpy")
 
 _OPS: dict = {}
-for _mod in (creation, elementwise, reduce, movement, indexing, linalg, sorting, random):
+for _mod in (composite, creation, elementwise, reduce, movement, indexing, linalg, sorting, random):
     _OPS.update(_mod.OPS)
 
 
