@@ -12,6 +12,8 @@ backend through five calls:
 * ``read(handle)`` moves data to the host and returns a numpy array (a sync point).
 * ``strides(handle)`` gives the element strides of the handle's layout (for view decisions and
   ``Tensor.stride()``); lazy backends may answer for the layout they will produce.
+* ``shape(handle)``, ``dtype(handle)`` answer metadata (decorators such as Autodiff use them);
+  ``storage(handle)`` returns a weak-referenceable object identifying the memory a handle views.
 * ``supports(op)`` tells whether the backend implements ``op`` itself. Composite ops (softmax,
   layer_norm, ...) are tried on the backend first and otherwise decomposed by the frontend into
   primitives, so a new backend only needs :data:`PRIMITIVES`.
@@ -94,7 +96,6 @@ OPS: dict[str, str] = {
     "repeat_interleave": "(x, repeats) dim, output_size", "tile": "(x) reps",
     # indexing (indices are int64 and already range-checked by the frontend)
     "index": "(x, *idx) -> advanced indexing x[idx...] (idx handles broadcast together)",
-    "index_put": "(x, value, *idx) accumulate -> new tensor with x[idx] = value",
     "gather": "(x, index) dim", "scatter": "(x, index, src) dim, reduce",
     "scatter_reduce": "(x, index, src) dim, reduce, include_self",
     "index_select": "(x, index) dim",
@@ -102,6 +103,11 @@ OPS: dict[str, str] = {
     "masked_fill": "(x, mask, value)",
     "take": "(x, index)",
     "assign": "(dst, src) -> writes src into dst's storage (in place); returns dst",
+    "index_put_": "(x, value, *idx) dims, accumulate -> writes into x (in place); returns x",
+    # functional forms of writes (new tensors): used by gradients and by autodiff's in-place handling
+    "index_put": "(x, value, *idx) dims, accumulate -> a copy of x with x[idx] = value (or +=)",
+    "slice_scatter": "(x, src) index -> a copy of x with the slice view replaced by src",
+    "diagonal_scatter": "(x, src) offset, dim1, dim2 -> a copy of x with the diagonal replaced by src",
     # data-dependent output shapes: sync points; these return (handle, ...) and the backend
     # reports shapes through ``shape(handle)``
     "nonzero": "(x) -> int64 (n, ndim)", "masked_select": "(x, mask)",
@@ -141,6 +147,8 @@ class Backend(Protocol):
     def read(self, handle: Handle): ...
     def strides(self, handle: Handle) -> tuple[int, ...]: ...
     def shape(self, handle: Handle) -> tuple[int, ...]: ...
+    def dtype(self, handle: Handle): ...
+    def storage(self, handle: Handle): ...
     def supports(self, op: str) -> bool: ...
 
 

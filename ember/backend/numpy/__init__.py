@@ -10,8 +10,10 @@ import warnings
 
 import numpy as np
 
+from ..._dtype import from_numpy_dtype
 from ..base import UnsupportedOp
-from . import composite, creation, elementwise, indexing, linalg, movement, random, reduce, sorting
+from . import (composite, creation, elementwise, functional_scatter, indexing, linalg, movement, random, reduce,
+               sorting)
 
 # numpy reports IEEE events (0/0, log(-1), inf-inf) as RuntimeWarnings attributed to the calling
 # frame. PyTorch is silent about them, so we silence them for our own modules only; setting
@@ -19,7 +21,8 @@ from . import composite, creation, elementwise, indexing, linalg, movement, rand
 warnings.filterwarnings("ignore", category=RuntimeWarning, module=r"ember\.backend\.numpy")
 
 _OPS: dict = {}
-for _mod in (composite, creation, elementwise, reduce, movement, indexing, linalg, sorting, random):
+for _mod in (composite, creation, elementwise, reduce, movement, indexing, functional_scatter, linalg, sorting,
+             random):
     _OPS.update(_mod.OPS)
 
 
@@ -55,10 +58,18 @@ class Numpy:
     def shape(self, handle: np.ndarray) -> tuple[int, ...]:
         return handle.shape
 
-    def storage_offset(self, handle: np.ndarray) -> int:
+    def dtype(self, handle: np.ndarray):
+        return from_numpy_dtype(handle.dtype)
+
+    def storage(self, handle: np.ndarray) -> np.ndarray:
+        """The array that owns the memory (identity of the storage, weak-referenceable)."""
         base = handle
         while isinstance(base.base, np.ndarray):
             base = base.base
+        return base
+
+    def storage_offset(self, handle: np.ndarray) -> int:
+        base = self.storage(handle)
         return (handle.__array_interface__["data"][0] - base.__array_interface__["data"][0]) // handle.itemsize
 
     def data_ptr(self, handle: np.ndarray) -> int:
