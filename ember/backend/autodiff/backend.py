@@ -11,7 +11,7 @@ import traceback
 
 from .engine import run_backward
 from .graph import STATE, Node, Var, bump, version
-from .rules import NONDIFF, RULES
+from .rules import NONDIFF, RULES, Rule
 
 _INPLACE_FUNCTIONAL = {"assign": "_assign", "index_put_": "index_put"}
 
@@ -228,6 +228,23 @@ class Autodiff:
     def grad_of(self, outputs, inputs, grad_outputs, retain_graph: bool, create_graph: bool, allow_unused: bool):
         return run_backward(self, outputs, grad_outputs, retain_graph=retain_graph, create_graph=create_graph,
                             inputs=inputs, accumulate=False, allow_unused=allow_unused)
+
+    def custom(self, name: str, inputs: tuple, outputs: tuple, backward_fn, nondiff_outputs=()) -> tuple:
+        """Record a user-defined op (autograd.Function): ``backward_fn(output grads) -> input grads``.
+
+        ``inputs``/``outputs`` are handles; returns the outputs as handles connected to the graph."""
+        inner = self.inner
+        raw_in = tuple(x.value if x.__class__ is Var else x for x in inputs)
+        raw_out = tuple(o.value if o.__class__ is Var else o for o in outputs)
+        if not STATE.grad_enabled or not any(x.__class__ is Var and x.requires_grad for x in inputs):
+            return raw_out
+        edges = tuple(x.edge() if x.__class__ is Var else None for x in inputs)
+        in_meta = tuple((inner.shape(v), inner.dtype(v)) for v in raw_in)
+        out_meta = tuple((inner.shape(o), inner.dtype(o)) for o in raw_out)
+        node = Node(name, {}, Rule(lambda F, gs, s, n: backward_fn(gs), multi=True), edges, in_meta, out_meta)
+        node.saved = []
+        return tuple(Var(o, True, node, k) if m[1].is_floating_point and k not in nondiff_outputs else o
+                     for k, (o, m) in enumerate(zip(raw_out, out_meta)))
 
     def __repr__(self) -> str:
         return f"Autodiff({self.inner!r})"

@@ -86,7 +86,9 @@ class Node:
         self.trace = None           # forward stack in anomaly mode
 
     def name(self) -> str:
-        return "".join(p.capitalize() for p in self.op.rstrip("_").split("_")) + "Backward0"
+        if self.op[:1].isupper():  # a user-defined autograd.Function, named after its class
+            return f"{self.op}Backward"
+        return "".join(p.capitalize() for p in self.op.lstrip("_").rstrip("_").split("_")) + "Backward0"
 
     @property
     def next_functions(self):
