@@ -26,6 +26,8 @@ class Tensor:
     """
 
     __slots__ = ("_h", "_shape", "_dtype", "_device", "_base", "_ag", "__weakref__")
+    # numpy defers binary operators to us (np_array + tensor calls Tensor.__radd__ and gives a Tensor)
+    __array_ufunc__ = None
 
     # the constructor is for ``ember.Tensor(data)``-style use; ops build tensors with ``wrap``
     def __new__(cls, *args, **kwargs):
@@ -114,6 +116,8 @@ class Tensor:
 
     def is_contiguous(self, memory_format=None) -> bool:
         shape, strides = self._shape, self._device.backend.strides(self._h)
+        if 0 in shape:  # PyTorch: a tensor without elements is contiguous whatever its strides
+            return True
         expected = contiguous_strides(shape)
         return all(n == 1 or s == e for n, s, e in zip(shape, strides, expected))
 
@@ -204,8 +208,10 @@ class Tensor:
         return self.__repr__()
 
     def __format__(self, spec: str) -> str:
-        if not self._shape and spec:
+        if not self._shape:  # a 0-d tensor formats as its Python number, as in PyTorch: f"{t:.3f}", f"{t}"
             return format(self.item(), spec)
+        if spec:
+            raise TypeError("unsupported format string passed to Tensor.__format__")
         return self.__repr__()
 
     def __reduce_ex__(self, protocol):

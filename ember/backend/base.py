@@ -61,6 +61,7 @@ OPS: dict[str, str] = {
     "randperm": "() n, dtype, seed, offset",
     "bernoulli": "(p) seed, offset -> 0/1 of p's dtype",
     "multinomial": "(probs) num_samples, replacement, seed, offset -> int64",
+    "poisson": "(rates) seed, offset -> counts in the rates' dtype (a per-op stream)",
     # elementwise
     **{u: "(x) -> elementwise" for u in UNARY},
     **{b: "(x, y) -> elementwise with broadcasting" for b in BINARY},
