@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import math
+
 import numpy as np
 
 from . import _dtype as dt
-from ._device import Device, device as _device, get_default_device
+from ._device import Device, get_default_device
+from ._device import device as _device
 from ._tensor import Tensor, method, run, wrap
 
 _EMPTY: dict = {}
@@ -72,12 +74,37 @@ def _to_numpy(data, d: dt.dtype) -> np.ndarray:
         return np.asarray(data.numpy(force=True), dtype=d.np)
     if isinstance(data, (list, tuple)) and any(isinstance(x, Tensor) for x in data):
         data = [_to_numpy(x, d) for x in data]
+    if d.category == 1 and not isinstance(data, np.ndarray):
+        return _to_int_array(data, d)
     try:
         return np.array(data, dtype=d.np)
     except ValueError as e:
         raise ValueError(f"tensor(): can't build a tensor from ragged or malformed data ({e})") from None
     except OverflowError as e:
         raise RuntimeError(f"tensor(): value can't be converted to {d} without overflow ({e})") from None
+
+
+def _to_int_array(data, d: dt.dtype) -> np.ndarray:
+    """Python data into an integer dtype with PyTorch's overflow rule (see :func:`_py`): floats
+    truncate but must fit; integers must fit, except that unsigned types wrap negatives."""
+    try:
+        raw = np.array(data)
+    except ValueError as e:
+        raise ValueError(f"tensor(): can't build a tensor from ragged or malformed data ({e})") from None
+    if raw.dtype.kind == "O" or raw.dtype == np.uint64:
+        raise ValueError(f"tensor(): Overflow: an integer in the data does not fit in int64 (building {d})")
+    if raw.dtype.kind not in "biuf":
+        raise TypeError(f"tensor(): can't build a {d} tensor from data of type {raw.dtype}")
+    if raw.size and raw.dtype.kind in "iuf":
+        info = dt.iinfo(d)
+        lo, hi = int(info.min), int(info.max)
+        if raw.dtype.kind == "f":
+            bad = not np.isfinite(raw).all() or raw.min() < lo or raw.max() > hi
+        else:
+            bad = int(raw.max()) > hi or int(raw.min()) < (lo if d.is_signed else -hi)
+        if bad:
+            raise RuntimeError(f"tensor(): a value in the data cannot be converted to type {d.name} without overflow")
+    return raw.astype(d.np)
 
 
 def tensor(data, *, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
@@ -90,7 +117,9 @@ def tensor(data, *, dtype=None, device=None, requires_grad: bool = False) -> Ten
     arr = _to_numpy(data, d)
     if isinstance(data, np.ndarray) and arr is data or isinstance(data, Tensor):
         arr = arr.copy()
-    return _finish(_from_host(np.ascontiguousarray(arr), d, _dev(device)), requires_grad)
+    if not arr.flags.c_contiguous:  # (np.ascontiguousarray would also turn 0-d arrays into 1-d ones)
+        arr = np.ascontiguousarray(arr)
+    return _finish(_from_host(arr, d, _dev(device)), requires_grad)
 
 
 def as_tensor(data, dtype=None, device=None) -> Tensor:
@@ -149,14 +178,31 @@ def full(size, fill_value, *, dtype=None, device=None, requires_grad: bool = Fal
     return _fill(shape, _py(fill_value, d), d, device, requires_grad)
 
 
-def _py(v, d: dt.dtype):
+def _py(v, d: dt.dtype, op: str = "full"):
+    """A Python scalar converted for storage in dtype ``d``, refusing values that overflow it.
+
+    PyTorch's rule: floats must lie in the integer type's range (then truncate); integers may
+    also be negative down to -max for unsigned types, wrapping like a two's-complement cast.
+    """
+    if isinstance(v, np.generic):
+        v = v.item()
     if d is dt.bool:
         return bool(v)
     if d.category == 1:
-        if isinstance(v, float) and not math.isfinite(v):
-            raise RuntimeError(f"value {v} cannot be converted to type {d.name} without overflow")
-        return int(v)
-    return float(v)
+        info = dt.iinfo(d)
+        lo, hi = int(info.min), int(info.max)
+        if isinstance(v, float):
+            if not math.isfinite(v) or v < lo or v > hi:
+                raise RuntimeError(f"{op}: value {v} cannot be converted to type {d.name} without overflow")
+            return int(v)
+        v = int(v)
+        if v > hi or v < (lo if d.is_signed else -hi):
+            raise RuntimeError(f"{op}: value {v} cannot be converted to type {d.name} without overflow")
+        return (v - lo) % (hi - lo + 1) + lo
+    v = float(v)
+    if math.isfinite(v) and abs(v) > float(dt.finfo(d).max):
+        raise RuntimeError(f"{op}: value {v} cannot be converted to type {d.name} without overflow")
+    return v
 
 
 def empty(*size, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
@@ -191,6 +237,8 @@ def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad: b
     if end is None:
         start, end = 0, start
     start, end, step = (v.item() if isinstance(v, Tensor) else v for v in (start, end, step))
+    if not all(math.isfinite(v) for v in (start, end, step)):
+        raise RuntimeError(f"arange: unsupported range: {start} -> {end} (step {step})")
     if step == 0:
         raise RuntimeError("arange: step must be nonzero")
     if (end - start) * step < 0:
@@ -210,6 +258,8 @@ def linspace(start, end, steps: int, *, dtype=None, device=None, requires_grad: 
     d = dt.get_default_dtype() if dtype is None else dt.as_dtype(dtype)
     dev = _dev(device)
     start, end = (v.item() if isinstance(v, Tensor) else v for v in (start, end))
+    if d.category == 1:  # the end points must fit the integer dtype (PyTorch's overflow check)
+        _py(start, d, "linspace"), _py(end, d, "linspace")
     h = dev.backend.run("linspace", (), {"start": float(start), "end": float(end), "steps": int(steps), "dtype": d})
     return _finish(wrap(h, (int(steps),), d, dev), requires_grad)
 
@@ -264,8 +314,8 @@ def to(self: Tensor, *args, dtype=None, device=None, non_blocking: bool = False,
     return out
 
 
-@method
-def type(self: Tensor, dtype=None):  # noqa: A001
+@method(name="type")
+def _type(self: Tensor, dtype=None):  # named _type so the module keeps Python's builtin type()
     """With no argument, the type name ('ember.FloatTensor'); otherwise ``to(dtype)``."""
     if dtype is None:
         names = {"float32": "Float", "float64": "Double", "float16": "Half", "bfloat16": "BFloat16",
@@ -289,21 +339,25 @@ for _name, _d in (("float", dt.float32), ("double", dt.float64), ("half", dt.flo
 
 @method
 def cpu(self: Tensor) -> Tensor:
+    """This tensor on the CPU (itself when already there)."""
     return self.to("cpu")
 
 
 @method
 def cuda(self: Tensor, device=None) -> Tensor:
+    """This tensor on a CUDA device (needs ember's CUDA backend)."""
     return self.to("cuda" if device is None else f"cuda:{device}" if isinstance(device, int) else device)
 
 
 @method
 def type_as(self: Tensor, other: Tensor) -> Tensor:
+    """This tensor converted to other's dtype."""
     return self.to(other._dtype)
 
 
 @method
 def new_tensor(self: Tensor, data, dtype=None, device=None, requires_grad=False) -> Tensor:
+    """A new tensor from data, with this tensor's dtype and device unless given."""
     return tensor(data, dtype=dtype or self._dtype, device=device or self._device, requires_grad=requires_grad)
 
 
@@ -343,13 +397,14 @@ def fill_(self: Tensor, value) -> Tensor:
                                f"{len(value._shape)} dimensions")
         value = value.item()
     from ._elementwise import _bump, assign_
-    assign_(self, _py(value, self._dtype))
+    assign_(self, _py(value, self._dtype, "fill_"))
     _bump(self)
     return self
 
 
 @method
 def zero_(self: Tensor) -> Tensor:
+    """Fill with zeros in place."""
     return fill_(self, 0)
 
 

@@ -22,9 +22,13 @@ def _view(op: str, x: Tensor, attrs: dict, shape: tuple) -> Tensor:
 
 
 def _shape_args(shape) -> tuple:
+    """``f(2, 3)``, ``f((2, 3))`` and ``f([2, 3])`` as a tuple of ints."""
     if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
         shape = shape[0]
-    return tuple(int(s) for s in shape)
+    for s in shape:
+        if s.__class__ is not int:
+            return tuple(int(s) for s in shape)
+    return tuple(shape)
 
 
 @method
@@ -35,7 +39,8 @@ def view(self: Tensor, *shape) -> Tensor:
     new = infer_size(_shape_args(shape), math.prod(self._shape), "view")
     if new == self._shape:
         return _view("reshape", self, {"shape": new}, new)
-    if view_strides(self._shape, self._device.backend.strides(self._h), new) is None:
+    strides = self._device.backend.strides(self._h)
+    if strides != contiguous_strides(self._shape) and view_strides(self._shape, strides, new) is None:
         raise RuntimeError("view size is not compatible with input tensor's size and stride (at least one "
                            "dimension spans across two contiguous subspaces). Use .reshape(...) instead.")
     return _view("reshape", self, {"shape": new}, new)
@@ -45,8 +50,10 @@ def _view_dtype(x: Tensor, d: dt.dtype) -> Tensor:
     if d.itemsize != x._dtype.itemsize:
         raise RuntimeError(f"view(dtype): only dtypes of the same size are supported here "
                            f"({x._dtype} is {x._dtype.itemsize} bytes, {d} is {d.itemsize})")
+    # a host round trip: reinterpreting bits is not a protocol op (numpy shares the memory)
     arr = x._device.backend.read(x._h)
-    return wrap(x._device.backend.write(arr.view(d.np)), x._shape, d, x._device, x._base or x)
+    return wrap(x._device.backend.write(arr.view(d.np)), x._shape, d, x._device,
+                x._base if x._base is not None else x)
 
 
 @method
@@ -55,7 +62,8 @@ def reshape(self: Tensor, *shape) -> Tensor:
     new = infer_size(_shape_args(shape), math.prod(self._shape), "reshape")
     if new == self._shape:
         return _view("reshape", self, {"shape": new}, new)
-    if view_strides(self._shape, self._device.backend.strides(self._h), new) is not None:
+    strides = self._device.backend.strides(self._h)
+    if strides == contiguous_strides(self._shape) or view_strides(self._shape, strides, new) is not None:
         return _view("reshape", self, {"shape": new}, new)
     return run("reshape", (run("contiguous", (self,), _EMPTY, self._shape, self._dtype),), {"shape": new},
                new, self._dtype)
@@ -63,11 +71,13 @@ def reshape(self: Tensor, *shape) -> Tensor:
 
 @method
 def view_as(self: Tensor, other: Tensor) -> Tensor:
+    """``view(other.shape)``."""
     return view(self, other._shape)
 
 
 @method
 def reshape_as(self: Tensor, other: Tensor) -> Tensor:
+    """``reshape(other.shape)``."""
     return reshape(self, other._shape)
 
 
@@ -98,7 +108,10 @@ def squeeze(input: Tensor, dim=None) -> Tensor:
         shape = tuple(n for n in input._shape if n != 1)
     else:
         dims = (dim,) if isinstance(dim, int) else tuple(dim)
-        dims = {norm_dim(d, input.ndim, "squeeze") for d in dims} if input.ndim else set()
+        normed = [norm_dim(d, input.ndim, "squeeze") for d in dims]
+        if len(set(normed)) != len(normed):
+            raise RuntimeError(f"squeeze: dim {normed[0]} appears multiple times in the list of dims {list(dims)}")
+        dims = set(normed) if input.ndim else set()
         shape = tuple(n for i, n in enumerate(input._shape) if not (i in dims and n == 1))
     return _view("reshape", input, {"shape": shape}, shape)
 
@@ -115,25 +128,30 @@ def unsqueeze(input: Tensor, dim: int) -> Tensor:
 def permute(input: Tensor, *dims) -> Tensor:
     """A view with dims reordered: ``x.permute(2, 0, 1)``."""
     dims = _shape_args(dims)
-    if len(dims) != input.ndim:
+    shape = input._shape
+    n = len(shape)
+    if len(dims) != n:
         raise RuntimeError(f"permute(sparse_coo): number of dimensions in the tensor input does not match the "
-                           f"length of the desired ordering of dimensions i.e. input.dim() = {input.ndim} is "
+                           f"length of the desired ordering of dimensions i.e. input.dim() = {n} is "
                            f"not equal to len(dims) = {len(dims)}")
-    dims = tuple(norm_dim(d, input.ndim, "permute") for d in dims)
-    if len(set(dims)) != len(dims):
+    if not all(0 <= d < n for d in dims):
+        dims = tuple(norm_dim(d, n, "permute") for d in dims)
+    if len(set(dims)) != n:
         raise RuntimeError(f"permute(): duplicate dims are not allowed: {list(dims)}")
-    return _view("permute", input, {"dims": dims}, tuple(input._shape[d] for d in dims))
+    return _view("permute", input, {"dims": dims}, tuple([shape[d] for d in dims]))
 
 
 @method
 def transpose(input: Tensor, dim0: int, dim1: int) -> Tensor:
     """A view with dims dim0 and dim1 swapped."""
-    if not input.ndim:
+    shape = input._shape
+    n = len(shape)
+    if not n:
         return _view("reshape", input, {"shape": ()}, ())
-    a, b = norm_dim(dim0, input.ndim, "transpose"), norm_dim(dim1, input.ndim, "transpose")
-    dims = list(range(input.ndim))
-    dims[a], dims[b] = dims[b], dims[a]
-    return permute(input, dims)
+    a, b = norm_dim(dim0, n, "transpose"), norm_dim(dim1, n, "transpose")
+    dims = list(range(n))
+    dims[a], dims[b] = b, a
+    return _view("permute", input, {"dims": tuple(dims)}, tuple([shape[d] for d in dims]))
 
 
 swapaxes = swapdims = transpose
@@ -145,7 +163,9 @@ def t(input: Tensor) -> Tensor:
     """Transpose of a matrix (≤ 2-d)."""
     if input.ndim > 2:
         raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {input.ndim}D")
-    return transpose(input, 0, 1) if input.ndim == 2 else input
+    if input.ndim < 2:  # still a new (view) tensor, as in PyTorch
+        return _view("reshape", input, {"shape": input._shape}, input._shape)
+    return transpose(input, 0, 1)
 
 
 Tensor.T = property(lambda self: permute(self, tuple(range(self.ndim - 1, -1, -1))))
@@ -168,6 +188,11 @@ def movedim(input: Tensor, source, destination) -> Tensor:
                            f"contain the same number of dims as destination ({list(dst)} dims)")
     src = [norm_dim(d, input.ndim, "movedim") for d in src]
     dst = [norm_dim(d, input.ndim, "movedim") for d in dst]
+    for name, ds in (("source", src), ("destination", dst)):
+        if len(set(ds)) != len(ds):
+            raise RuntimeError(f"movedim: repeated dim in `{name}` ({ds})")
+    if not input.ndim:
+        return _view("reshape", input, {"shape": ()}, ())
     order = [d for d in range(input.ndim) if d not in src]
     for d, s in sorted(zip(dst, src)):
         order.insert(d, s)
@@ -209,6 +234,7 @@ def expand(input: Tensor, *sizes) -> Tensor:
 
 @method
 def expand_as(input: Tensor, other: Tensor) -> Tensor:
+    """``expand(other.shape)``: a broadcast view with other's shape."""
     return expand(input, other._shape)
 
 
@@ -235,13 +261,19 @@ def contiguous(input: Tensor, memory_format=None) -> Tensor:
 @method
 def narrow(input: Tensor, dim: int, start, length: int) -> Tensor:
     """A view of ``length`` elements of dim starting at ``start``."""
+    if not input.ndim:
+        raise RuntimeError("narrow() cannot be applied to a 0-dim tensor.")
     d = norm_dim(dim, input.ndim, "narrow")
     n = input._shape[d]
-    start = int(start)
+    start, length = int(start), int(length)
+    if not -n <= start <= n:
+        raise IndexError(f"narrow(): start out of range (expected to be in range of [{-n}, {n}], but got {start})")
     if start < 0:
         start += n
-    if not (0 <= start <= n) or length < 0 or start + length > n:
-        raise IndexError(f"narrow(): start ({start}) + length ({length}) exceeds dimension size ({n}).")
+    if length < 0:
+        raise RuntimeError(f"narrow(): length must be non-negative, got {length}")
+    if start + length > n:
+        raise RuntimeError(f"narrow(): start ({start}) + length ({length}) exceeds dimension size ({n}).")
     return _slice_dim(input, d, start, start + length, 1)
 
 
@@ -255,15 +287,23 @@ def _slice_dim(x: Tensor, d: int, start: int, stop: int, step: int) -> Tensor:
 @method
 def split(tensor: Tensor, split_size_or_sections, dim: int = 0) -> tuple[Tensor, ...]:
     """Split into pieces of a size (the last may be smaller) or of the listed sizes (views)."""
+    if not tensor.ndim:
+        raise RuntimeError("split expects at least a 1-dimensional tensor")
     d = norm_dim(dim, tensor.ndim, "split")
     n = tensor._shape[d]
     if isinstance(split_size_or_sections, int):
         size = split_size_or_sections
-        if size <= 0 and not (size == 0 and n == 0):
+        if size < 0:
             raise RuntimeError(f"split expects split_size be non-negative, but got split_size={size}")
-        sizes = [size] * (n // size) + ([n % size] if n % size else []) if size else [0]
+        if size == 0 and n:
+            raise RuntimeError(f"split_size can only be 0 if dimension size is 0, but got dimension size of {n}")
+        # a dim smaller than split_size (including an empty one) gives one piece
+        sizes = [size] * (n // size) + ([n % size] if n % size else []) if size and n else [n]
     else:
-        sizes = list(split_size_or_sections)
+        sizes = [int(s) for s in split_size_or_sections]
+        if any(s < 0 for s in sizes):
+            raise RuntimeError(f"split_with_sizes expects split_sizes have only non-negative entries, but got "
+                               f"split_sizes={sizes}")
         if sum(sizes) != n:
             raise RuntimeError(f"split_with_sizes expects split_sizes to sum exactly to {n} (input tensor's size "
                                f"at dimension {d}), but got split_sizes={sizes}")
@@ -277,6 +317,8 @@ def split(tensor: Tensor, split_size_or_sections, dim: int = 0) -> tuple[Tensor,
 @method
 def chunk(input: Tensor, chunks: int, dim: int = 0) -> tuple[Tensor, ...]:
     """Split into ``chunks`` pieces of ceil(n / chunks) (fewer when n is small)."""
+    if not input.ndim:
+        raise RuntimeError("chunk expects at least a 1-dimensional tensor")
     if chunks <= 0:
         raise RuntimeError(f"chunk expects `chunks` to be greater than 0, got: {chunks}")
     n = input._shape[norm_dim(dim, input.ndim, "chunk")]
@@ -305,6 +347,8 @@ def tensor_split(input: Tensor, indices_or_sections, dim: int = 0) -> tuple[Tens
 @method
 def unbind(input: Tensor, dim: int = 0) -> tuple[Tensor, ...]:
     """The slices along dim, as views without that dim."""
+    if not input.ndim:
+        raise IndexError(f"unbind: Dimension specified as {dim} but tensor has no dimensions")
     d = norm_dim(dim, input.ndim, "unbind")
     return tuple(select(input, d, i) for i in range(input._shape[d]))
 
@@ -325,9 +369,12 @@ def select(input: Tensor, dim: int, index: int) -> Tensor:
 
 
 def _join_check(op: str, tensors) -> tuple:
+    if isinstance(tensors, Tensor):
+        raise TypeError(f"{op}(): argument 'tensors' must be a tuple or list of Tensors, not a Tensor")
     tensors = tuple(tensors)
     if not tensors:
-        raise RuntimeError(f"{op}(): expected a non-empty list of Tensors")
+        # PyTorch raises ValueError for cat and RuntimeError for stack
+        raise (ValueError if op == "cat" else RuntimeError)(f"{op}(): expected a non-empty list of Tensors")
     for t in tensors:
         if not isinstance(t, Tensor):
             raise TypeError(f"{op}(): expected Tensors, got {type(t).__name__}")
@@ -344,14 +391,19 @@ def cat(tensors, dim: int = 0) -> Tensor:
         d_out = dt.promote_types(d_out, t._dtype)
     parts = [t for t in tensors if not (t._shape == (0,))]
     if not parts:
-        return run("copy", (tensors[0],), _EMPTY, (0,), d_out) if tensors[0]._dtype is d_out else cast(tensors[0], d_out)
+        if tensors[0]._dtype is d_out:
+            return run("copy", (tensors[0],), _EMPTY, (0,), d_out)
+        return cast(tensors[0], d_out)
     ref = parts[0]
     if not ref.ndim:
         raise RuntimeError("zero-dimensional tensor (at position 0) cannot be concatenated")
     d = norm_dim(dim, ref.ndim, "cat")
     total = 0
     for i, t in enumerate(parts):
-        if t.ndim != ref.ndim or any(a != b for j, (a, b) in enumerate(zip(t._shape, ref._shape)) if j != d):
+        if t.ndim != ref.ndim:
+            raise RuntimeError(f"cat: Tensors must have same number of dimensions: got {ref.ndim} and {t.ndim} "
+                               f"(shapes {list(ref._shape)} and {list(t._shape)})")
+        if any(a != b for j, (a, b) in enumerate(zip(t._shape, ref._shape)) if j != d):
             raise RuntimeError(f"cat: Sizes of tensors must match except in dimension {d}. Expected size "
                                f"{list(ref._shape)} but got size {list(t._shape)} for tensor number {i} in the list.")
         total += t._shape[d]
@@ -383,11 +435,17 @@ def stack(tensors, dim: int = 0) -> Tensor:
 
 
 def hstack(tensors) -> Tensor:
+    """Join along dim 1 (dim 0 for 1-d inputs): ``hstack([a, b])``; 0-d inputs become 1-d."""
     ts = [atleast_1d(t) for t in tensors]
     return cat(ts, 0 if ts[0].ndim == 1 else 1)
 
 
 def vstack(tensors) -> Tensor:
+    """Join as rows (dim 0) after making every input at least 2-d.
+
+    >>> ember.vstack([ember.tensor([1, 2]), ember.tensor([3, 4])]).shape
+    ember.Size([2, 2])
+    """
     return cat([atleast_2d(t) for t in tensors], 0)
 
 
@@ -395,23 +453,35 @@ row_stack = vstack
 
 
 def dstack(tensors) -> Tensor:
+    """Join along dim 2 after making every input at least 3-d."""
     return cat([atleast_3d(t) for t in tensors], 2)
 
 
 def column_stack(tensors) -> Tensor:
+    """Join as columns: 0-d and 1-d inputs become (n, 1) columns, then cat along dim 1."""
     ts = [t.reshape(-1, 1) if t.ndim <= 1 else t for t in tensors]
     return cat(ts, 1)
 
 
-def atleast_1d(t: Tensor) -> Tensor:
+def _atleast(tensors, fn, name):
+    if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
+        return tuple(fn(t) for t in tensors[0])
+    if len(tensors) == 1:
+        return fn(tensors[0])
+    if not tensors:
+        raise TypeError(f"{name}() expects at least one tensor")
+    return tuple(fn(t) for t in tensors)
+
+
+def _atleast_1d(t: Tensor) -> Tensor:
     return t.reshape(1) if t.ndim == 0 else t
 
 
-def atleast_2d(t: Tensor) -> Tensor:
+def _atleast_2d(t: Tensor) -> Tensor:
     return t.reshape(1, -1) if t.ndim < 2 else t
 
 
-def atleast_3d(t: Tensor) -> Tensor:
+def _atleast_3d(t: Tensor) -> Tensor:
     if t.ndim == 0:
         return t.reshape(1, 1, 1)
     if t.ndim == 1:
@@ -421,6 +491,21 @@ def atleast_3d(t: Tensor) -> Tensor:
     return t
 
 
+def atleast_1d(*tensors):
+    """The tensor viewed as at least 1-d; several tensors (or one list) give a tuple."""
+    return _atleast(tensors, _atleast_1d, "atleast_1d")
+
+
+def atleast_2d(*tensors):
+    """The tensor viewed as at least 2-d (a 1-d tensor becomes a row)."""
+    return _atleast(tensors, _atleast_2d, "atleast_2d")
+
+
+def atleast_3d(*tensors):
+    """The tensor viewed as at least 3-d (1-d: (1, n, 1); 2-d: (m, n, 1))."""
+    return _atleast(tensors, _atleast_3d, "atleast_3d")
+
+
 @method
 def repeat(input: Tensor, *sizes) -> Tensor:
     """Tile the tensor: each dim repeated sizes[i] times (more sizes than dims adds leading dims)."""
@@ -428,80 +513,128 @@ def repeat(input: Tensor, *sizes) -> Tensor:
     if len(sizes) < input.ndim:
         raise RuntimeError("Number of dimensions of repeat dims can not be smaller than number of dimensions "
                            "of tensor")
+    if any(s < 0 for s in sizes):
+        raise RuntimeError(f"repeat: Trying to create tensor with negative dimension: repeats {list(sizes)} for "
+                           f"input of shape {list(input._shape)}")
     x = input.reshape((1,) * (len(sizes) - input.ndim) + input._shape)
     shape = tuple(a * b for a, b in zip(x._shape, sizes))
+    if not shape:
+        return run("copy", (x,), _EMPTY, shape, x._dtype)
     return run("tile", (x,), {"reps": sizes}, shape, x._dtype)
 
 
 @method
 def tile(input: Tensor, dims) -> Tensor:
     """Like repeat, but fewer reps than dims are padded with leading 1s (numpy.tile)."""
-    dims = tuple(dims)
+    dims = (dims,) if isinstance(dims, int) else tuple(dims)
     if len(dims) < input.ndim:
         dims = (1,) * (input.ndim - len(dims)) + dims
     return repeat(input, dims)
 
 
 @method
-def repeat_interleave(input: Tensor, repeats, dim: int | None = None, *, output_size: int | None = None) -> Tensor:
-    """Repeat each element ``repeats`` times (an int, or a tensor of per-element counts) along dim."""
+def repeat_interleave(input: Tensor, repeats=None, dim: int | None = None, *,
+                      output_size: int | None = None) -> Tensor:
+    """Repeat each element ``repeats`` times (an int, or a tensor of per-element counts) along dim.
+
+    ``repeat_interleave(counts)`` with one 1-d integer tensor gives ``arange(len(counts))`` repeated.
+
+    >>> ember.tensor([1, 2]).repeat_interleave(2).tolist()
+    [1, 1, 2, 2]
+    """
+    from ._creation import arange
     from ._elementwise import cast
-    x = input.reshape(-1) if dim is None else input
-    d = 0 if dim is None else norm_dim(dim, input.ndim, "repeat_interleave")
-    n = x._shape[d] if x.ndim else 1
+    if repeats is None:  # the one-argument form: input holds the counts
+        if input.ndim != 1:
+            raise RuntimeError(f"repeat_interleave only accept 1D vector as repeat, got shape {list(input._shape)}")
+        idx = arange(input._shape[0], dtype=input._dtype, device=input._device)
+        return repeat_interleave(idx, input, 0, output_size=output_size)
+    if dim is None:
+        x, d = input.reshape(-1), 0
+    else:
+        if not input.ndim:
+            raise IndexError(f"repeat_interleave: dim {dim} is out of range for a 0-d input")
+        x, d = input, norm_dim(dim, input.ndim, "repeat_interleave")
+    n = x._shape[d]
     if isinstance(repeats, Tensor):
-        if repeats.ndim > 1 or (repeats.ndim == 1 and repeats._shape[0] not in (1, n)):
-            raise RuntimeError(f"repeat_interleave: repeats must have the same size as input along dim "
-                               f"({n}), got shape {list(repeats._shape)}")
-        reps = repeats.reshape(-1)
-        if reps.numel() and bool((reps < 0).any()):
+        if repeats._dtype not in (dt.int32, dt.int64):
+            raise TypeError(f"repeat_interleave: repeats must be an int32 or int64 tensor, got {repeats._dtype}")
+        if repeats.ndim > 1:
+            raise RuntimeError(f"repeats must be 0-dim or 1-dim tensor, got shape {list(repeats._shape)}")
+        reps = cast(repeats.reshape(-1), dt.int64)
+        if reps._shape[0] not in (1, n):
+            raise RuntimeError(f"repeats must have the same size as input along dim, but got repeats.size(0) = "
+                               f"{reps._shape[0]} and input.size({d}) = {n}")
+        if reps._shape[0] == 1 and n != 1:
+            reps = reps.expand(n).contiguous()
+        # the output length depends on the data: a sync point, like PyTorch without output_size
+        host = reps.numpy(force=True)
+        if host.size and int(host.min()) < 0:
             raise RuntimeError("repeat_interleave: repeats can not be negative")
-        total = int(reps.sum().item()) * (n if reps.numel() == 1 else 1)
-        r = cast(reps, dt.int64)
-        if r.numel() == 1:
-            r = r.expand(n).contiguous()
-        shape = x._shape[:d] + (total,) + x._shape[d + 1:]
-        return wrap(x._device.backend.run("repeat_interleave", (x._h, x._device.backend.read(r._h)),
-                                          {"dim": d}), shape, x._dtype, x._device)
-    if repeats < 0:
-        raise RuntimeError("repeat_interleave: repeats can not be negative")
-    shape = x._shape[:d] + (x._shape[d] * repeats,) + x._shape[d + 1:]
-    return run("repeat_interleave", (x, int(repeats)), {"dim": d}, shape, x._dtype)
+        total = int(host.sum())
+        r = reps._h
+    else:
+        r = int(repeats)
+        if r < 0:
+            raise RuntimeError(f"repeat_interleave: Repeats must be non-negative, got {r}")
+        total = n * r
+    if output_size is not None and int(output_size) != total:
+        raise RuntimeError(f"repeat_interleave: allocated size does not match required size (output_size="
+                           f"{output_size}, repeats sum to {total})")
+    shape = x._shape[:d] + (total,) + x._shape[d + 1:]
+    h = x._device.backend.run("repeat_interleave", (x._h, r), {"dim": d, "output_size": total})
+    return wrap(h, shape, x._dtype, x._device)
 
 
-@method
 def flip(input: Tensor, dims) -> Tensor:
-    """Reverse the order along dims (a copy, as in PyTorch)."""
+    """Reverse the order along dims (a copy, as in PyTorch). The method also takes ``x.flip(0, 1)``."""
     dims = (dims,) if isinstance(dims, int) else tuple(dims)
-    dims = tuple(norm_dim(d, input.ndim, "flip") for d in dims) if input.ndim else ()
+    dims = tuple(norm_dim(d, input.ndim, "flip") for d in dims)
+    if len(set(dims)) != len(dims):
+        raise RuntimeError(f"flip: dims {list(dims)} has a dim that appears multiple times in the list of dims")
+    if not input.ndim:
+        dims = ()
     return run("flip", (input,), {"dims": dims}, input._shape, input._dtype)
+
+
+def _flip_method(self: Tensor, *dims) -> Tensor:
+    return flip(self, dims[0] if len(dims) == 1 and not isinstance(dims[0], int) else dims)
+
+
+Tensor.flip = _flip_method
 
 
 @method
 def fliplr(input: Tensor) -> Tensor:
+    """Reverse dim 1 (left/right)."""
     if input.ndim < 2:
-        raise RuntimeError("Input must be >= 2-d.")
+        raise RuntimeError(f"fliplr: Input must be >= 2-d, got shape {list(input._shape)}")
     return flip(input, (1,))
 
 
 @method
 def flipud(input: Tensor) -> Tensor:
+    """Reverse dim 0 (up/down)."""
     if input.ndim < 1:
-        raise RuntimeError("Input must be >= 1-d.")
+        raise RuntimeError("flipud: Input must be >= 1-d, got a 0-d tensor")
     return flip(input, (0,))
 
 
 @method
 def roll(input: Tensor, shifts, dims=None) -> Tensor:
     """Shift elements cyclically along dims (the flattened tensor when dims is None)."""
-    shifts = (shifts,) if isinstance(shifts, int) else tuple(shifts)
-    if dims is None:
+    shifts = (shifts,) if isinstance(shifts, int) else tuple(int(s) for s in shifts)
+    if not shifts:
+        raise RuntimeError("roll: `shifts` required")
+    if dims is None or (not isinstance(dims, int) and not len(dims)):
         if len(shifts) != 1:
-            raise RuntimeError("roll: shifts must be a single value when dims is not given")
+            raise RuntimeError(f"roll: shifts and dimensions must align. shifts: {len(shifts)}, dims: 0")
         return run("roll", (input,), {"shifts": shifts[0], "dims": ()}, input._shape, input._dtype)
     dims = (dims,) if isinstance(dims, int) else tuple(dims)
+    if not input.ndim:
+        raise IndexError(f"roll: Dimension specified as {dims[0]} but tensor has no dimensions")
     if len(shifts) != len(dims):
-        raise RuntimeError(f"shifts and dimensions must align. shifts: {len(shifts)}, dims:{len(dims)}")
+        raise RuntimeError(f"roll: shifts and dimensions must align. shifts: {len(shifts)}, dims: {len(dims)}")
     dims = tuple(norm_dim(d, input.ndim, "roll") for d in dims)
     return run("roll", (input,), {"shifts": shifts, "dims": dims}, input._shape, input._dtype)
 
@@ -548,6 +681,7 @@ def diag(input: Tensor, diagonal: int = 0) -> Tensor:
 
 
 def diagonal_copy(input: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Tensor:
+    """``diagonal(...)`` as a new tensor rather than a view."""
     return diagonal(input, offset, dim1, dim2).clone()
 
 
@@ -595,53 +729,29 @@ def as_strided(input: Tensor, size, stride, storage_offset: int | None = None) -
     return _view("as_strided", input, {"size": size, "stride": stride, "storage_offset": off}, size)
 
 
-def pad(input: Tensor, pad, mode: str = "constant", value: float | None = None) -> Tensor:
-    """Pad the last dims: ``pad = (left, right, top, bottom, ...)`` from the last dim backwards.
-    Modes: constant (negative pads crop), reflect, replicate, circular."""
-    pad = tuple(int(p) for p in pad)
-    if len(pad) % 2:
-        raise RuntimeError(f"pad: padding length must be divisible by 2, got {len(pad)}")
-    k = len(pad) // 2
-    if k > input.ndim:
-        raise RuntimeError(f"pad: padding length {len(pad)} is too large for a {input.ndim}-d input")
-    if mode not in ("constant", "reflect", "replicate", "circular"):
-        raise NotImplementedError(f"pad: unsupported mode {mode!r} (constant, reflect, replicate, circular)")
-    widths = [(0, 0)] * input.ndim
-    for i in range(k):
-        widths[input.ndim - 1 - i] = (pad[2 * i], pad[2 * i + 1])
-    x = input
-    # negative pads crop first
-    if any(a < 0 or b < 0 for a, b in widths):
-        if mode != "constant":
-            raise RuntimeError(f"pad: negative padding is only supported in constant mode, got {mode}")
-        for d, (a, b) in enumerate(widths):
-            if a < 0 or b < 0:
-                n = x._shape[d]
-                x = _slice_dim(x, d, -a if a < 0 else 0, n + b if b < 0 else n, 1)
-        widths = [(max(a, 0), max(b, 0)) for a, b in widths]
-    for d, (a, b) in enumerate(widths):
-        n = x._shape[d]
-        if mode == "reflect" and (a >= n or b >= n) and (a or b):
-            raise RuntimeError(f"pad: padding size should be less than the corresponding input dimension, but "
-                               f"got: padding ({a}, {b}) at dimension {d} of input {list(input._shape)}")
-        if mode in ("replicate", "circular") and n == 0 and (a or b):
-            raise RuntimeError(f"pad: can't {mode}-pad an empty dimension {d} of input {list(input._shape)}")
-        if mode == "circular" and (a > n or b > n):
-            raise RuntimeError(f"pad: circular padding ({a}, {b}) can't exceed the size {n} of dimension {d}")
-    shape = tuple(n + a + b for n, (a, b) in zip(x._shape, widths))
-    fill = 0 if value is None else value
-    fill = bool(fill) if x._dtype is dt.bool else (int(fill) if x._dtype.category == 1 else float(fill))
-    return run("pad", (x,), {"pad": tuple(widths), "mode": mode, "value": fill}, shape, x._dtype)
-
-
 def meshgrid(*tensors, indexing: str = "ij") -> tuple[Tensor, ...]:
-    """Coordinate grids from 1-d tensors; indexing 'ij' (matrix) or 'xy' (Cartesian)."""
+    """Coordinate grids (broadcast views) from 0-d/1-d tensors of one dtype.
+
+    indexing 'ij' gives grids of shape (len(t0), len(t1), ...); 'xy' swaps the first two dims
+    (Cartesian, as numpy.meshgrid's default).
+    """
     if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
         tensors = tuple(tensors[0])
+    if not tensors:
+        raise RuntimeError("meshgrid expects a non-empty TensorList")
     if indexing not in ("ij", "xy"):
-        raise ValueError(f"meshgrid: indexing must be 'ij' or 'xy', got {indexing!r}")
+        raise RuntimeError(f'meshgrid: indexing must be one of "xy" or "ij", but received: {indexing}')
+    for i, t in enumerate(tensors):
+        if t.ndim > 1:
+            raise RuntimeError(f"meshgrid: Expected 0D or 1D tensor in the tensor list but got a tensor of shape "
+                               f"{list(t._shape)} at position {i}")
+        if t._dtype is not tensors[0]._dtype:
+            raise RuntimeError(f"meshgrid expects all tensors to have the same dtype, got {tensors[0]._dtype} and "
+                               f"{t._dtype}")
+    same_device("meshgrid", *tensors)
     ts = [t.reshape(-1) for t in tensors]
-    if indexing == "xy" and len(ts) >= 2:
+    swap = indexing == "xy" and len(ts) >= 2
+    if swap:  # 'xy' is 'ij' with the first two inputs (and outputs) exchanged
         ts[0], ts[1] = ts[1], ts[0]
     shape = tuple(t._shape[0] for t in ts)
     out = []
@@ -649,17 +759,20 @@ def meshgrid(*tensors, indexing: str = "ij") -> tuple[Tensor, ...]:
         view_shape = [1] * len(ts)
         view_shape[i] = shape[i]
         out.append(t.reshape(view_shape).expand(shape))
-    if indexing == "xy" and len(out) >= 2:
+    if swap:
         out[0], out[1] = out[1], out[0]
-        out = [o.transpose(0, 1) for o in out]
     return tuple(out)
 
 
 def cartesian_prod(*tensors: Tensor) -> Tensor:
-    """All combinations of the 1-d inputs' elements, one per row."""
+    """All combinations of the 1-d inputs' elements, one per row (itertools.product order)."""
+    for t in tensors:
+        if t.ndim != 1:
+            raise RuntimeError(f"cartesian_prod: Expect a 1D vector, but got shape {list(t._shape)}")
     if len(tensors) == 1:
         return tensors[0]
     grids = meshgrid(*tensors, indexing="ij")
     return stack([g.reshape(-1) for g in grids], dim=1)
 
 
+from ._pad import pad  # noqa: E402,F401  (kept importable from here; _pad uses this module)

@@ -65,6 +65,7 @@ def norm_dims(dim, ndim: int, op: str = "") -> tuple[int, ...] | None:
 
 
 def reduced_shape(shape, dims, keepdim: bool) -> tuple[int, ...]:
+    """The shape left after reducing ``dims`` (kept as size 1 with keepdim)."""
     if dims is None:
         return (1,) * len(shape) if keepdim else ()
     if keepdim:
@@ -73,6 +74,7 @@ def reduced_shape(shape, dims, keepdim: bool) -> tuple[int, ...]:
 
 
 def contiguous_strides(shape) -> tuple[int, ...]:
+    """Element strides of a C-contiguous layout of ``shape``."""
     strides, acc = [], 1
     for n in reversed(shape):
         strides.append(acc)
@@ -83,6 +85,13 @@ def contiguous_strides(shape) -> tuple[int, ...]:
 def infer_size(shape, numel: int, op: str = "view") -> tuple[int, ...]:
     """Resolve a single -1 in ``shape`` for view/reshape, with PyTorch's error text."""
     shape = tuple(int(s) for s in shape)
+    if -1 not in shape and math.prod(shape) == numel and (not shape or min(shape) >= 0):
+        return shape  # the common cases first, because every reshape pays for them
+    if shape.count(-1) == 1 and min(shape) == -1:
+        known = -math.prod(shape)
+        if known > 0 and numel % known == 0:
+            i = shape.index(-1)
+            return shape[:i] + (numel // known,) + shape[i + 1:]
     neg = [i for i, s in enumerate(shape) if s == -1]
     if len(neg) > 1:
         raise RuntimeError(f"{op}: only one dimension can be inferred")

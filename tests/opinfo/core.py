@@ -64,7 +64,8 @@ def np_dtype(name: str):
 def _layout_np(arr: np.ndarray, layout: str):
     """(buffer to hand to the library, function that re-creates the view from a library tensor)."""
     if layout == "contiguous" or arr.ndim == 0:
-        return np.ascontiguousarray(arr), lambda t: t
+        # np.array, not np.ascontiguousarray: the latter turns 0-d arrays into 1-d ones
+        return np.array(arr, order="C"), lambda t: t
     if layout == "transposed":
         perm = tuple(range(arr.ndim - 1, -1, -1))
         return np.ascontiguousarray(arr.transpose(perm)), lambda t: t.permute(*perm)
@@ -145,7 +146,8 @@ class Res:
 def as_numpy(x):
     """A library result as :class:`Res` (or a tuple of them); other values pass through."""
     if isinstance(x, (tuple, list)):
-        return type(x)(as_numpy(v) for v in x)
+        # plain tuples: ember's return types are namedtuples, whose constructors take fields, not an iterable
+        return (list if isinstance(x, list) else tuple)(as_numpy(v) for v in x)
     if isinstance(x, ember.Tensor):
         a = np.asarray(x.numpy(force=True))
         return Res(a.astype(np.float32) if x.dtype is ember.bfloat16 else a.copy(), x.dtype.name, tuple(x.shape))

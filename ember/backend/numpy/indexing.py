@@ -81,11 +81,15 @@ def _scatter_reduce(x, index, src, dim, reduce, include_self):
     vals = _fit(src, index.shape).astype(work.dtype, copy=False)
     touched = np.zeros(x.shape, bool)
     touched[key] = True
-    if not include_self:
-        init = {"sum": 0, "mean": 0, "prod": 1,
-                "amax": -np.inf if work.dtype.kind == "f" else np.iinfo(work.dtype).min,
-                "amin": np.inf if work.dtype.kind == "f" else np.iinfo(work.dtype).max}[reduce]
-        work[touched] = init
+    if not include_self:  # touched slots start from the reduction's identity
+        kind = work.dtype.kind
+        if kind == "b":
+            lo, hi = False, True
+        elif kind == "f":
+            lo, hi = -np.inf, np.inf
+        else:
+            lo, hi = np.iinfo(work.dtype).min, np.iinfo(work.dtype).max
+        work[touched] = {"sum": 0, "mean": 0, "prod": 1, "amax": lo, "amin": hi}[reduce]
     if reduce == "mean":
         count = np.zeros(x.shape, np.int64)
         np.add.at(count, key, 1)

@@ -7,7 +7,7 @@ from numpy.lib.stride_tricks import as_strided
 
 
 def _reshape(x, shape):
-    return np.reshape(x, shape)
+    return x.reshape(shape)  # the method: np.reshape's dispatch wrapper costs a microsecond an op
 
 
 def _permute(x, dims):
@@ -20,25 +20,7 @@ def _expand(x, shape):
 
 
 def _slice(x, index):
-    return x[tuple(slice(a, b, c) for a, b, c in index)]
-
-
-def _diagonal(x, offset, dim1, dim2):
-    # np.diagonal returns a read-only view; PyTorch's diagonal is writable, so build it by strides
-    n1, n2 = x.shape[dim1], x.shape[dim2]
-    length = max(0, min(n1, n2 - offset)) if offset >= 0 else max(0, min(n1 + offset, n2))
-    keep = [d for d in range(x.ndim) if d not in (dim1, dim2)]
-    shape = tuple(x.shape[d] for d in keep) + (length,)
-    if length == 0 or 0 in shape:
-        return np.empty(shape, x.dtype)
-    start = [slice(None)] * x.ndim  # slicing moves the data pointer to the diagonal's first element
-    if offset >= 0:
-        start[dim2] = slice(offset, None)
-    else:
-        start[dim1] = slice(-offset, None)
-    y = x[tuple(start)]
-    strides = tuple(x.strides[d] for d in keep) + (x.strides[dim1] + x.strides[dim2],)
-    return as_strided(y, shape=shape, strides=strides, writeable=x.flags.writeable)
+    return x[tuple([slice(a, b, c) for a, b, c in index])]
 
 
 def _root(x):
@@ -48,14 +30,45 @@ def _root(x):
     return base
 
 
+def _strided_view(x, shape, strides, offset, head):
+    """A view of x's memory with byte ``strides`` starting ``offset`` bytes after x's first element
+    (``head``: a view of x whose first element is that start, for the fallback).
+
+    Built on the root buffer with np.ndarray rather than numpy's as_strided, whose result hangs
+    off a helper object: ``.base`` then leads to the root and storage offsets stay exact."""
+    root = _root(x)
+    start = x.__array_interface__["data"][0] - root.__array_interface__["data"][0] + offset
+    try:
+        out = np.ndarray(shape, x.dtype, buffer=root, offset=start, strides=strides)
+    except (TypeError, ValueError):  # a root without a plain buffer (e.g. imported through DLPack)
+        return as_strided(head(), shape=shape, strides=strides, writeable=x.flags.writeable)
+    if not x.flags.writeable:  # views of broadcast (expanded) arrays stay read-only
+        out.flags.writeable = False
+    return out
+
+
+def _diagonal(x, offset, dim1, dim2):
+    # np.diagonal returns a read-only view; PyTorch's diagonal is writable, so build it by strides
+    n1, n2 = x.shape[dim1], x.shape[dim2]
+    length = max(0, min(n1, n2 - offset)) if offset >= 0 else max(0, min(n1 + offset, n2))
+    keep = [d for d in range(x.ndim) if d not in (dim1, dim2)]
+    shape = tuple(x.shape[d] for d in keep) + (length,)
+    strides = tuple(x.strides[d] for d in keep) + (x.strides[dim1] + x.strides[dim2],)
+    if length == 0 or 0 in shape:
+        return np.empty(shape, x.dtype)
+    # the first diagonal element sits `offset` steps along dim2 (or -offset along dim1)
+    d, k = (dim2, offset) if offset >= 0 else (dim1, -offset)
+    key = tuple(slice(k, None) if i == d else slice(None) for i in range(x.ndim))
+    return _strided_view(x, shape, strides, k * x.strides[d], lambda: x[key])
+
+
 def _as_strided(x, size, stride, storage_offset):
     root = _root(x)
     if not root.flags.c_contiguous:
         raise RuntimeError("as_strided: the tensor's storage is not a contiguous buffer")
-    flat = root.reshape(-1)[storage_offset:]
     item = x.itemsize
-    return as_strided(flat, shape=size, strides=tuple(st * item for st in stride),
-                      writeable=x.flags.writeable)
+    return _strided_view(root, tuple(size), tuple(st * item for st in stride), storage_offset * item,
+                         lambda: root.reshape(-1)[storage_offset:])
 
 
 def _contiguous(x):
