@@ -19,10 +19,24 @@ except ImportError:  # pragma: no cover - only without the dependency
 __all__ = [
     "dtype", "bool", "uint8", "int8", "int16", "int32", "int64", "float16", "bfloat16",
     "float32", "float64", "get_default_dtype", "set_default_dtype", "promote_types",
-    "result_type", "can_cast", "finfo", "iinfo",
+    "result_type", "can_cast", "finfo", "iinfo", "UnsupportedDtypeError",
 ]
 
 _BOOL, _INT, _FLOAT = 0, 1, 2
+
+
+class UnsupportedDtypeError(TypeError, NotImplementedError):
+    """An op has no implementation for a dtype (``abs`` of bool, bitwise ops of floats...).
+
+    A TypeError (the argument has the wrong type) that is also a NotImplementedError, which is
+    what PyTorch raises for these ("not implemented for 'Bool'"), so code written for either
+    library catches it.
+    """
+
+
+def unsupported(op: str, d, hint: str = "") -> UnsupportedDtypeError:
+    """The error for ``op`` applied to dtype ``d``."""
+    return UnsupportedDtypeError(f"{op}: not implemented for {d.name} tensors{'; ' + hint if hint else ''}")
 
 
 class dtype:
@@ -222,18 +236,20 @@ class finfo:
     def __init__(self, d=None):
         d = _default_float if d is None else as_dtype(d)
         if d.category != _FLOAT:
-            raise TypeError(f"finfo needs a floating dtype, got {d}")
+            raise TypeError(f"finfo needs a floating dtype, got {d}; use ember.iinfo for integer dtypes")
         info = _np_finfo(d)
-        self.dtype = d
+        self.dtype = d.name  # a string, as in torch.finfo
         self.bits = d.itemsize * 8
         self.eps = _pyfloat(info.eps)
         self.max = _pyfloat(info.max)
         self.min = _pyfloat(info.min)
         self.tiny = self.smallest_normal = _pyfloat(info.tiny)
-        self.resolution = _pyfloat(info.resolution)
+        # torch: 10 ** -(decimal digits of precision), so bfloat16 gets 0.01 (ml_dtypes says 0.0100098)
+        self.resolution = 10.0 ** -_builtins.int(-np.log10(self.eps))
 
     def __repr__(self) -> str:
-        return f"finfo(dtype={self.dtype.name}, eps={self.eps}, max={self.max}, tiny={self.tiny})"
+        return (f"finfo(resolution={self.resolution}, min={self.min}, max={self.max}, eps={self.eps}, "
+                f"smallest_normal={self.smallest_normal}, tiny={self.tiny}, dtype={self.dtype})")
 
 
 def _np_finfo(d: dtype):
@@ -245,18 +261,19 @@ def _np_finfo(d: dtype):
 
 
 class iinfo:
-    """Limits of an integer dtype (torch.iinfo): bits, min, max."""
+    """Limits of an integer dtype (torch.iinfo): bits, min, max.
+
+    >>> ember.iinfo(ember.int8).min
+    -128
+    """
 
     def __init__(self, d):
         d = as_dtype(d)
-        if d.category == _FLOAT:
-            raise TypeError(f"iinfo needs an integer dtype, got {d}")
-        self.dtype = d
-        if d is bool:
-            self.bits, self.min, self.max = 8, 0, 1
-        else:
-            info = np.iinfo(d.np)
-            self.bits, self.min, self.max = info.bits, _pyint(info.min), _pyint(info.max)
+        if d.category != _INT:  # torch.iinfo refuses bool too
+            raise TypeError(f"iinfo needs an integer dtype, got {d}; use ember.finfo for floating dtypes")
+        self.dtype = d.name
+        info = np.iinfo(d.np)
+        self.bits, self.min, self.max = info.bits, _pyint(info.min), _pyint(info.max)
 
     def __repr__(self) -> str:
-        return f"iinfo(dtype={self.dtype.name}, min={self.min}, max={self.max})"
+        return f"iinfo(min={self.min}, max={self.max}, dtype={self.dtype})"

@@ -6,9 +6,9 @@ import math
 from collections import namedtuple
 
 from . import _dtype as dt
-from ._shape import norm_dim, norm_dims, reduced_shape
-from ._tensor import Tensor, method, run, wrap
 from ._elementwise import cast
+from ._shape import norm_dim, reduced_shape
+from ._tensor import Tensor, method, run, wrap
 
 values_indices = namedtuple("values_indices", ["values", "indices"])
 
@@ -32,8 +32,30 @@ class return_types:  # noqa: N801 - mirrors torch.return_types
     eigh = namedtuple("eigh", ["eigenvalues", "eigenvectors"])
 
 
+def _dims(dim, ndim: int, op: str):
+    """None (every dim) or a sorted tuple of normalised dims (``()`` for a 0-d tensor).
+
+    An int or a sequence; a 0-d tensor takes dims 0 and -1; a repeated dim is an error, and an
+    empty sequence means every dim (PyTorch's rule for sum/mean/amax...).
+    """
+    if dim is None:
+        return None
+    if isinstance(dim, int):
+        d = norm_dim(dim, ndim, op)
+        return (d,) if ndim else ()
+    dims = [norm_dim(d, ndim, op) for d in dim]
+    seen = set()
+    for d in dims:
+        if d in seen:
+            raise RuntimeError(f"{op}: dim {d} appears multiple times in the list of dims")
+        seen.add(d)
+    if not dims:
+        return None
+    return tuple(sorted(dims)) if ndim else ()
+
+
 def _reduce(op: str, x: Tensor, dim, keepdim: bool, out_dtype: dt.dtype, **attrs) -> Tensor:
-    dims = norm_dims(dim, x.ndim, op)
+    dims = _dims(dim, x.ndim, op)
     if dims is not None and len(dims) == x.ndim and x.ndim:
         dims = None if not keepdim else dims
     shape = reduced_shape(x._shape, dims, keepdim)
@@ -96,32 +118,49 @@ def nanmean(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Te
     return nansum(input, dim, keepdim, dtype=dtype) / sum(keep, dim, keepdim).to(dtype or input._dtype)
 
 
-def _check_nonempty(x: Tensor, dim, op: str):
+def _check_nonempty(x: Tensor, dims, op: str, full_error=RuntimeError):
+    """Reductions without an identity (max, argmax...) refuse empty input, as PyTorch does:
+    ``full_error`` without a dim (RuntimeError for max/amax, IndexError for argmax), IndexError
+    for a zero-size reduced dim."""
     if x.numel() == 0:
-        dims = norm_dims(dim, x.ndim, op)
-        if dims is None or any(x._shape[d] == 0 for d in dims):
-            raise IndexError(f"{op}(): Expected reduction dim to be specified for input.numel() == 0, "
-                             f"or the reduced dim to have nonzero size (input shape {list(x._shape)})")
+        if dims is None:
+            raise full_error(f"{op}(): Expected reduction dim to be specified for input.numel() == 0 (input shape "
+                             f"{list(x._shape)}). Specify the reduction dim with the 'dim' argument.")
+        for d in dims:
+            if x._shape[d] == 0:
+                raise IndexError(f"{op}(): Expected reduction dim {d} to have non-zero size (input shape "
+                                 f"{list(x._shape)}).")
+
+
+def _amax_amin(op: str, input: Tensor, dim, keepdim: bool) -> Tensor:
+    _check_nonempty(input, _dims(dim, input.ndim, op), op)
+    return _reduce(op, input, dim, keepdim, input._dtype)
 
 
 @method
 def amax(input: Tensor, dim=(), keepdim: bool = False) -> Tensor:
-    """Maximum over ``dim`` (all dims by default); NaN propagates."""
-    _check_nonempty(input, dim if dim != () else None, "amax")
-    return _reduce("amax", input, dim if dim != () else None, keepdim, input._dtype)
+    """Maximum over ``dim`` (all dims by default, or with ``dim=()``); NaN propagates.
+
+    >>> ember.amax(ember.tensor([[1, 5], [7, 2]]), dim=1)
+    tensor([5, 7])
+    """
+    return _amax_amin("amax", input, dim, keepdim)
 
 
 @method
 def amin(input: Tensor, dim=(), keepdim: bool = False) -> Tensor:
-    """Minimum over ``dim``; NaN propagates."""
-    _check_nonempty(input, dim if dim != () else None, "amin")
-    return _reduce("amin", input, dim if dim != () else None, keepdim, input._dtype)
+    """Minimum over ``dim`` (all dims by default); NaN propagates."""
+    return _amax_amin("amin", input, dim, keepdim)
 
 
 @method
 def aminmax(input: Tensor, *, dim=None, keepdim: bool = False):
-    return return_types.aminmax(amin(input, dim if dim is not None else (), keepdim),
-                                amax(input, dim if dim is not None else (), keepdim))
+    """(amin, amax) over one dim or every dim."""
+    if input.numel() == 0 and (dim is None or input._shape[norm_dim(dim, input.ndim, "aminmax")] == 0):
+        raise RuntimeError("aminmax(): cannot compute aminmax over an empty dimension as the operation has no "
+                           "identity")
+    d = dim if dim is not None else ()
+    return return_types.aminmax(amin(input, d, keepdim), amax(input, d, keepdim))
 
 
 def _extreme(op: str, input: Tensor, dim, keepdim, other):
@@ -134,7 +173,7 @@ def _extreme(op: str, input: Tensor, dim, keepdim, other):
         _check_nonempty(input, None, op)
         return _reduce("a" + op, input, None, False, input._dtype)
     d = norm_dim(dim, input.ndim, op)
-    _check_nonempty(input, d, op)
+    _check_nonempty(input, (d,) if input.ndim else (), op)
     shape = reduced_shape(input._shape, (d,) if input.ndim else None, keepdim)
     v, i = input._device.backend.run(op + "_dim", (input._h,), {"dim": d if input.ndim else None, "keepdim": keepdim}) \
         if input.ndim else (input._device.backend.run("copy", (input._h,), {}),
@@ -156,18 +195,21 @@ def min(input: Tensor, dim=None, keepdim: bool = False, *, other=None):  # noqa:
 
 
 def _arg(op: str, input: Tensor, dim, keepdim: bool) -> Tensor:
+    if input._dtype is dt.bool:
+        raise RuntimeError(f"{op}(): does not support bool input; convert it with .int() or .byte() first")
     if dim is None:
-        _check_nonempty(input, None, op)
+        _check_nonempty(input, None, op, IndexError)
         shape = (1,) * input.ndim if keepdim else ()
         return wrap(input._device.backend.run(op, (input._h,), {"dim": None, "keepdim": keepdim}),
                     shape, dt.int64, input._device)
     d = norm_dim(dim, input.ndim, op)
-    _check_nonempty(input, d, op)
+    _check_nonempty(input, (d,) if input.ndim else (), op)
     if not input.ndim:
         return wrap(input._device.backend.run("full", (), {"shape": (), "value": 0, "dtype": dt.int64}),
                     (), dt.int64, input._device)
     shape = reduced_shape(input._shape, (d,), keepdim)
-    return wrap(input._device.backend.run(op, (input._h,), {"dim": d, "keepdim": keepdim}), shape, dt.int64, input._device)
+    h = input._device.backend.run(op, (input._h,), {"dim": d, "keepdim": keepdim})
+    return wrap(h, shape, dt.int64, input._device)
 
 
 @method
@@ -182,16 +224,28 @@ def argmin(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Tens
     return _arg("argmin", input, dim, keepdim)
 
 
+def _all_any(op: str, input: Tensor, dim, keepdim: bool) -> Tensor:
+    if isinstance(dim, (tuple, list)) and not dim:
+        r = run("ne", (input, 0), {}, input._shape, dt.bool)  # PyTorch: an empty dim list reduces nothing
+    else:
+        r = _reduce(op, input, dim, keepdim, dt.bool)
+    return cast(r, dt.uint8) if input._dtype is dt.uint8 else r  # uint8 in, uint8 out (PyTorch)
+
+
 @method
 def all(input: Tensor, dim=None, keepdim: bool = False) -> Tensor:  # noqa: A001
-    """True where every element (over dim) is nonzero."""
-    return _reduce("all", input, dim, keepdim, dt.bool)
+    """True where every element (over dim) is nonzero.
+
+    >>> ember.all(ember.tensor([[1, 0], [2, 3]]), dim=1)
+    tensor([False,  True])
+    """
+    return _all_any("all", input, dim, keepdim)
 
 
 @method
 def any(input: Tensor, dim=None, keepdim: bool = False) -> Tensor:  # noqa: A001
     """True where some element (over dim) is nonzero."""
-    return _reduce("any", input, dim, keepdim, dt.bool)
+    return _all_any("any", input, dim, keepdim)
 
 
 def _correction(unbiased, correction) -> float:
@@ -232,7 +286,7 @@ def logsumexp(input: Tensor, dim=None, keepdim: bool = False) -> Tensor:
     """log(sum(exp(x))) over dim, computed stably."""
     x = input if input._dtype.is_floating_point else cast(input, dt.get_default_dtype())
     if x._device.backend.supports("logsumexp"):
-        dims = norm_dims(dim, x.ndim, "logsumexp")
+        dims = _dims(dim, x.ndim, "logsumexp")
         return wrap(x._device.backend.run("logsumexp", (x._h,), {"dim": dims, "keepdim": keepdim}),
                     reduced_shape(x._shape, dims, keepdim), x._dtype, x._device)
     if x.numel() == 0:
@@ -240,7 +294,7 @@ def logsumexp(input: Tensor, dim=None, keepdim: bool = False) -> Tensor:
     m = amax(x, dim if dim is not None else (), keepdim=True)
     m = m.masked_fill(m.isinf(), 0.0)
     out = sum((x - m).exp(), dim, keepdim=True).log() + m
-    dims = norm_dims(dim, x.ndim, "logsumexp")
+    dims = _dims(dim, x.ndim, "logsumexp")
     if not keepdim:
         out = out.reshape(reduced_shape(x._shape, dims, False))
     return out

@@ -131,7 +131,7 @@ PRIMITIVES = frozenset(OPS)
 
 # Composite ops have frontend decompositions; a backend may implement them for speed.
 COMPOSITES = frozenset({
-    "softmax", "log_softmax", "logsumexp", "std", "var_mean", "norm", "lerp", "addmm",
+    "softmax", "log_softmax", "logsumexp", "std", "var_mean", "norm", "lerp", "logaddexp", "addmm",
 })
 # Ops whose result shapes depend on the data: the backend tells the shapes after running.
 DYNAMIC_SHAPE = frozenset({"nonzero", "masked_select", "unique", "unique_consecutive"})

@@ -5,15 +5,20 @@ from __future__ import annotations
 import numpy as np
 
 from . import special
-from ._util import LOW_PRECISION, upcast
+from ._util import upcast
+
+
+class IntegerDivisionByZero(RuntimeError, ZeroDivisionError):
+    """Integer floor_divide/remainder/fmod by zero: PyTorch raises RuntimeError("ZeroDivisionError")."""
 
 
 def _int_div_check(y):
+    # the values are only known here, so this check can't live in the frontend
     if isinstance(y, np.ndarray):
         if y.dtype.kind in "iub" and not y.all():
-            raise ZeroDivisionError("integer division by zero")
+            raise IntegerDivisionByZero("ZeroDivisionError: integer division by zero")
     elif y == 0:
-        raise ZeroDivisionError("integer division by zero")
+        raise IntegerDivisionByZero("ZeroDivisionError: integer division by zero")
 
 
 def _is_int(x) -> bool:
@@ -23,47 +28,70 @@ def _is_int(x) -> bool:
 def _floor_divide(x, y):
     if _is_int(x):
         _int_div_check(y)
-    return np.floor_divide(x, y)
+    return np.floor_divide(x, y, out=...)
 
 
 def _remainder(x, y):
     if _is_int(x):
         _int_div_check(y)
-    return np.remainder(x, y)
+    return np.remainder(x, y, out=...)
 
 
 def _fmod(x, y):
     if _is_int(x):
         _int_div_check(y)
-    return np.fmod(x, y)
+    return np.fmod(x, y, out=...)
 
 
 def _div(x, y):
-    return np.true_divide(x, y)
+    return np.true_divide(x, y, out=...)
 
 
 def _pow(x, y):
-    return np.power(x, y)
+    if isinstance(x, np.ndarray) and x.dtype == np.bool_:
+        # only bool ** Python bool reaches here: x ** True is x, x ** False is all True
+        return x.copy() if y else np.ones_like(x)
+    if _is_int(y) and y.dtype.kind == "i" and (y < 0).any():
+        # PyTorch's integer pow with negative exponents: 1 ** n = 1, (-1) ** n = ±1, else 0
+        # (numpy refuses negative integer powers)
+        neg = y < 0
+        r = np.power(x, np.where(neg, 0, y), out=...)
+        odd = (y % 2) != 0
+        special = np.where(np.equal(x, 1), 1, np.where(np.equal(x, -1), np.where(odd, -1, 1), 0))
+        return np.where(neg, special, r).astype(r.dtype, copy=False)
+    return np.power(x, y, out=...)
 
 
 def _sign(x):
     if x.dtype == np.bool_:
         return x.copy()
-    return np.sign(x)
+    r = np.sign(x, out=...)
+    if x.dtype.kind not in "iu":  # PyTorch: sign(NaN) is 0
+        np.copyto(r, 0, where=np.isnan(r))
+    return r
 
 
 def _sigmoid(x):
     # exp(-|x|) never overflows; the two branches join at x = 0
     e = np.exp(-np.abs(x))
-    return np.where(x >= 0, 1.0 / (1.0 + e), e / (1.0 + e)).astype(x.dtype, copy=False)
+    return np.asarray(np.where(x >= 0, 1.0 / (1.0 + e), e / (1.0 + e))).astype(x.dtype, copy=False)
 
 
 def _rsqrt(x):
-    return 1.0 / np.sqrt(x)
+    return np.divide(1.0, np.sqrt(x), out=...)
 
 
 def _round_decimals(x, decimals):
-    return np.round(x, decimals)
+    # PyTorch scales by 10**decimals, rounds half to even, scales back: as np.round does
+    return np.asarray(np.round(x, decimals))
+
+
+def _lerp(start, end, weight):
+    # PyTorch's formula: exact at weight 0 and 1, and monotone in weight
+    diff = end - start
+    if isinstance(weight, np.ndarray):
+        return np.where(np.abs(weight) < 0.5, start + weight * diff, end - diff * (1 - weight))
+    return np.asarray(start + weight * diff if abs(weight) < 0.5 else end - diff * (1 - weight))
 
 
 def _cast(x, dtype):
@@ -75,7 +103,7 @@ def _cast(x, dtype):
         # on x86 does for int64 (min value) instead of letting numpy warn.
         return x.astype(target)
     if target == np.bool_:
-        return x != 0
+        return np.not_equal(x, 0, out=...)
     return x.astype(target)
 
 
@@ -93,50 +121,59 @@ def _clamp(x, lo, hi):
 
 
 def _nan_to_num(x, nan, posinf, neginf):
-    return np.nan_to_num(x, copy=True, nan=nan, posinf=posinf, neginf=neginf)
+    out = x.copy()  # np.nan_to_num leaves bfloat16 untouched, so replace explicitly
+    np.copyto(out, np.asarray(nan).astype(x.dtype), where=np.isnan(x))
+    np.copyto(out, np.asarray(posinf).astype(x.dtype), where=np.isposinf(x))
+    np.copyto(out, np.asarray(neginf).astype(x.dtype), where=np.isneginf(x))
+    return out
 
 
-def _bitwise_right_shift(x, y):
-    return np.right_shift(x, y)
+def _u(ufunc):
+    """A unary ufunc that returns a 0-d array (not a numpy scalar) for 0-d input: handles must
+    stay writable, or in-place ops on 0-d tensors would fail."""
+    def run(x):
+        return ufunc(x, out=...)
+    run.__name__ = ufunc.__name__
+    return run
 
 
-def _bitwise_left_shift(x, y):
-    return np.left_shift(x, y)
-
-
-def _math(fn):
-    """A float math function, computed in float32 for float16/bfloat16 inputs."""
-    return upcast(fn)
+def _b(ufunc):
+    """The binary counterpart of :func:`_u`."""
+    def run(x, y):
+        return ufunc(x, y, out=...)
+    run.__name__ = ufunc.__name__
+    return run
 
 
 _UNARY_MATH = {
-    "exp": np.exp, "exp2": np.exp2, "expm1": np.expm1, "log": np.log, "log1p": np.log1p,
-    "log2": np.log2, "log10": np.log10, "sqrt": np.sqrt, "rsqrt": _rsqrt, "sin": np.sin,
-    "cos": np.cos, "tan": np.tan, "asin": np.arcsin, "acos": np.arccos, "atan": np.arctan,
-    "sinh": np.sinh, "cosh": np.cosh, "tanh": np.tanh, "asinh": np.arcsinh, "acosh": np.arccosh,
-    "atanh": np.arctanh, "erf": special.erf, "erfc": special.erfc, "erfinv": special.erfinv,
-    "sigmoid": _sigmoid, "lgamma": special.lgamma, "digamma": special.digamma,
-    "reciprocal": np.reciprocal,
+    "exp": _u(np.exp), "exp2": _u(np.exp2), "expm1": _u(np.expm1), "log": _u(np.log),
+    "log1p": _u(np.log1p), "log2": _u(np.log2), "log10": _u(np.log10), "sqrt": _u(np.sqrt),
+    "rsqrt": _rsqrt, "sin": _u(np.sin), "cos": _u(np.cos), "tan": _u(np.tan), "asin": _u(np.arcsin),
+    "acos": _u(np.arccos), "atan": _u(np.arctan), "sinh": _u(np.sinh), "cosh": _u(np.cosh),
+    "tanh": _u(np.tanh), "asinh": _u(np.arcsinh), "acosh": _u(np.arccosh), "atanh": _u(np.arctanh),
+    "erf": special.erf, "erfc": special.erfc, "erfinv": special.erfinv, "sigmoid": _sigmoid,
+    "lgamma": special.lgamma, "digamma": special.digamma, "reciprocal": _u(np.reciprocal),
 }
 
-OPS = {name: _math(fn) for name, fn in _UNARY_MATH.items()}
+# float16/bfloat16 math runs in float32 and rounds once, as PyTorch's CPU kernels do
+OPS = {name: upcast(fn) for name, fn in _UNARY_MATH.items()}
 OPS.update({
-    "neg": np.negative, "abs": np.abs, "sign": _sign, "square": np.square,
-    "floor": np.floor, "ceil": np.ceil, "trunc": np.trunc, "round": np.round,
-    "isnan": np.isnan, "isinf": np.isinf, "isfinite": np.isfinite, "signbit": np.signbit,
-    "logical_not": np.logical_not, "bitwise_not": np.invert,
-    "add": np.add, "sub": np.subtract, "mul": np.multiply, "div": _div,
+    "neg": _u(np.negative), "abs": _u(np.abs), "sign": _sign, "square": _u(np.square),
+    "floor": _u(np.floor), "ceil": _u(np.ceil), "trunc": _u(np.trunc), "round": _u(np.rint),
+    "isnan": _u(np.isnan), "isinf": _u(np.isinf), "isfinite": _u(np.isfinite), "signbit": _u(np.signbit),
+    "logical_not": _u(np.logical_not), "bitwise_not": _u(np.invert),
+    "add": _b(np.add), "sub": _b(np.subtract), "mul": _b(np.multiply), "div": _div,
     "floor_divide": _floor_divide, "remainder": _remainder, "fmod": _fmod, "pow": _pow,
-    "maximum": np.maximum, "minimum": np.minimum, "fmax": np.fmax, "fmin": np.fmin,
-    "atan2": upcast(np.arctan2), "hypot": upcast(np.hypot), "copysign": np.copysign,
-    "nextafter": np.nextafter,
-    "eq": np.equal, "ne": np.not_equal, "lt": np.less, "le": np.less_equal,
-    "gt": np.greater, "ge": np.greater_equal,
-    "logical_and": np.logical_and, "logical_or": np.logical_or, "logical_xor": np.logical_xor,
-    "bitwise_and": np.bitwise_and, "bitwise_or": np.bitwise_or, "bitwise_xor": np.bitwise_xor,
-    "bitwise_left_shift": _bitwise_left_shift, "bitwise_right_shift": _bitwise_right_shift,
-    "round_decimals": _round_decimals, "cast": _cast, "where": _where, "clamp": _clamp,
-    "nan_to_num": _nan_to_num,
+    "maximum": _b(np.maximum), "minimum": _b(np.minimum), "fmax": _b(np.fmax), "fmin": _b(np.fmin),
+    "atan2": upcast(_b(np.arctan2)), "hypot": upcast(_b(np.hypot)), "copysign": _b(np.copysign),
+    "nextafter": _b(np.nextafter),
+    "eq": _b(np.equal), "ne": _b(np.not_equal), "lt": _b(np.less), "le": _b(np.less_equal),
+    "gt": _b(np.greater), "ge": _b(np.greater_equal),
+    "logical_and": _b(np.logical_and), "logical_or": _b(np.logical_or), "logical_xor": _b(np.logical_xor),
+    "bitwise_and": _b(np.bitwise_and), "bitwise_or": _b(np.bitwise_or), "bitwise_xor": _b(np.bitwise_xor),
+    "bitwise_left_shift": _b(np.left_shift), "bitwise_right_shift": _b(np.right_shift),
+    "round_decimals": upcast(_round_decimals), "cast": _cast, "where": _where, "clamp": _clamp,
+    "nan_to_num": _nan_to_num, "lerp": upcast(_lerp), "logaddexp": upcast(_b(np.logaddexp)),
 })
 
 

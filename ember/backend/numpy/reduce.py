@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._util import LOW_PRECISION, axis, np_dtype
+from ._util import LOW_PRECISION, axis
 
 
 def _acc(x):
@@ -12,23 +12,29 @@ def _acc(x):
     return x.astype(np.float32) if x.dtype in LOW_PRECISION else x
 
 
+def _acc_dtype(dtype):
+    """The numpy accumulation dtype for an ember result dtype (float32 for half precision)."""
+    return np.float32 if dtype.np in LOW_PRECISION else dtype.np
+
+
 def _sum(x, dim, keepdim, dtype):
-    out = np.sum(_acc(x), axis=axis(dim), keepdims=keepdim, dtype=np.float32 if dtype.np in LOW_PRECISION else dtype.np)
+    out = np.sum(_acc(x), axis=axis(dim), keepdims=keepdim, dtype=_acc_dtype(dtype))
     return np.asarray(out).astype(dtype.np, copy=False)
 
 
 def _nansum(x, dim, keepdim, dtype):
-    out = np.nansum(_acc(x), axis=axis(dim), keepdims=keepdim)
+    # like sum, the elements are converted to the result dtype before they are added
+    out = np.nansum(_acc(x), axis=axis(dim), keepdims=keepdim, dtype=_acc_dtype(dtype))
     return np.asarray(out).astype(dtype.np, copy=False)
 
 
 def _prod(x, dim, keepdim, dtype):
-    out = np.prod(_acc(x), axis=axis(dim), keepdims=keepdim, dtype=np.float32 if dtype.np in LOW_PRECISION else dtype.np)
+    out = np.prod(_acc(x), axis=axis(dim), keepdims=keepdim, dtype=_acc_dtype(dtype))
     return np.asarray(out).astype(dtype.np, copy=False)
 
 
 def _mean(x, dim, keepdim, dtype):
-    out = np.mean(_acc(x), axis=axis(dim), keepdims=keepdim, dtype=np.float32 if dtype.np in LOW_PRECISION else dtype.np)
+    out = np.mean(_acc(x), axis=axis(dim), keepdims=keepdim, dtype=_acc_dtype(dtype))
     return np.asarray(out).astype(dtype.np, copy=False)
 
 
@@ -62,17 +68,18 @@ def _var(x, dim, correction, keepdim):
     n = a.size if dim is None else int(np.prod([x.shape[d] for d in dim]))
     centred = a - np.mean(a, axis=axis(dim), keepdims=True)
     ss = np.sum(centred * centred, axis=axis(dim), keepdims=keepdim)
-    denom = n - correction
-    out = ss / denom if denom > 0 else ss * np.nan  # PyTorch: NaN when n <= correction
-    return np.asarray(out).astype(x.dtype, copy=False)
+    # PyTorch divides by max(0, n - correction): inf (or NaN for 0/0) when n <= correction
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out = np.true_divide(ss, max(0.0, n - correction), out=...)
+    return out.astype(x.dtype, copy=False)
 
 
 def _cumsum(x, dim, dtype):
-    return np.cumsum(_acc(x), axis=dim, dtype=np.float32 if dtype.np in LOW_PRECISION else dtype.np).astype(dtype.np, copy=False)
+    return np.cumsum(_acc(x), axis=dim, dtype=_acc_dtype(dtype)).astype(dtype.np, copy=False)
 
 
 def _cumprod(x, dim, dtype):
-    return np.cumprod(_acc(x), axis=dim, dtype=np.float32 if dtype.np in LOW_PRECISION else dtype.np).astype(dtype.np, copy=False)
+    return np.cumprod(_acc(x), axis=dim, dtype=_acc_dtype(dtype)).astype(dtype.np, copy=False)
 
 
 def _cum_extreme(ufunc):
@@ -108,12 +115,15 @@ def _extreme_dim(argfn):
 
 
 def _nan_arg(fn):
-    """argmax/argmin that pick the first NaN, as PyTorch does (NaN is the extreme)."""
+    """argmax/argmin that pick the first NaN of a row holding one, as PyTorch does (NaN is the
+    extreme); rows without NaN keep numpy's first extreme."""
     def run(x, axis, keepdims):
         if x.dtype.kind == "f" or x.dtype in LOW_PRECISION:
             nan = np.isnan(x)
             if nan.any():
-                return np.argmax(nan, axis=axis, keepdims=keepdims)
+                first_nan = np.argmax(nan, axis=axis, keepdims=keepdims)
+                has_nan = np.any(nan, axis=axis, keepdims=keepdims)
+                return np.where(has_nan, first_nan, fn(x, axis=axis, keepdims=keepdims))
         return fn(x, axis=axis, keepdims=keepdims)
     return run
 
