@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import statistics
 import time
-from typing import Callable
+from collections.abc import Callable
 
 
 def median_time(fn: Callable[[], object], *, inner: int = 1, repeats: int = 7, warmup: int = 2,
@@ -40,14 +40,16 @@ class Table:
     def _line(row) -> str:
         what, e, t, unit, hib = row
         ratio = (e / t) if hib else (t / e)
-        return f"{what:<44} ember {e:>10.3f} {unit:<9} torch {t:>10.3f} {unit:<9} ember/torch speed {ratio:5.2f}x"
+        return (f"{what:<44} ember {e:>10.3f} {unit:<9} torch {t:>10.3f} {unit:<9} "
+                f"ember/torch speed {ratio:5.2f}x")
 
     def header(self) -> None:
         print(f"# {self.title}")
         print("# 'ember/torch speed' > 1 means ember is faster; medians of repeated runs, same process")
 
     def markdown(self) -> str:
-        out = [f"### {self.title}", "", "| what | ember | torch | unit | ember/torch speed |", "|---|---:|---:|---|---:|"]
+        out = [f"### {self.title}", "", "| what | ember | torch | unit | ember/torch speed |",
+               "|---|---:|---:|---|---:|"]
         for what, e, t, unit, hib in self.rows:
             ratio = (e / t) if hib else (t / e)
             out.append(f"| {what} | {e:.3f} | {t:.3f} | {unit} | {ratio:.2f}x |")

@@ -16,7 +16,7 @@ from ._dtype import (  # noqa: F401
     half, iinfo, int, int8, int16, int32, int64, long, promote_types, result_type, set_default_dtype,
     short, uint8,
 )
-from ._errors import BackendUnavailable, LinAlgError  # noqa: F401
+from ._errors import BackendUnavailable, IndexOutOfRange, LinAlgError  # noqa: F401
 from ._device import Device, device, get_default_device, register_device, set_default_device  # noqa: F401
 from ._shape import Size, broadcast_shapes  # noqa: F401
 from ._tensor import Tensor, is_tensor  # noqa: F401
@@ -52,6 +52,7 @@ from ._indexing import (  # noqa: F401
     masked_scatter, masked_select, nonzero, scatter, scatter_add, scatter_reduce, take, take_along_dim,
 )
 from . import _printing  # noqa: F401,E402
+from ._printing import set_printoptions  # noqa: F401,E402
 from ._sorting import *  # noqa: F401,F403,E402
 from ._linalg_ops import *  # noqa: F401,F403,E402
 from ._random import *  # noqa: F401,F403,E402
@@ -59,3 +60,10 @@ from ._interop import *  # noqa: F401,F403,E402
 from . import linalg  # noqa: E402
 from ._dtype import as_dtype  # noqa: F401,E402
 from ._softmax import *  # noqa: F401,F403,E402
+from . import nn  # noqa: E402  (ember.nn.functional.pad; the nn issue fills the package)
+from ._compare import allclose, equal, isclose  # noqa: E402  (whole-tensor comparisons)
+from . import _tensor_autograd  # noqa: F401,E402 - Tensor.requires_grad, .grad, .backward, ...
+from . import autograd, utils  # noqa: F401,E402
+from .autograd.grad_mode import (  # noqa: F401,E402
+    enable_grad, inference_mode, is_grad_enabled, is_inference_mode_enabled, no_grad, set_grad_enabled,
+)

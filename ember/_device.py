@@ -6,7 +6,7 @@ so ``a.device is b.device`` is the cheap same-device test the dispatch path uses
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from ._errors import BackendUnavailable
 
@@ -17,7 +17,7 @@ _HINTS: dict[str, str] = {
     "cuda": "install the CUDA backend with `pip install ember[cuda]` on a machine with an NVIDIA GPU",
     "wgpu": "install the WebGPU backend with `pip install ember[wgpu]`",
 }
-_CACHE: dict[str, "Device"] = {}
+_CACHE: dict[str, Device] = {}
 
 
 class Device:
@@ -114,9 +114,11 @@ def set_default_device(spec) -> None:
 
 
 def _numpy_stack(index):
+    """The default CPU stack: Autodiff over the numpy backend."""
+    from .backend.autodiff import Autodiff
     from .backend.numpy import Numpy
 
-    return Numpy()
+    return Autodiff(Numpy())
 
 
 register_device("cpu", _numpy_stack)

@@ -14,6 +14,7 @@ import numpy as np
 from . import _dtype as dt
 from ._shape import broadcast_shapes
 from ._tensor import Tensor, method, run, same_device, wrap
+from .backend.autodiff.graph import STATE as _AD_STATE
 
 _EMPTY: dict = {}
 # kinds of binary ops: FLOATOP promotes integers to the default float (atan2), FLOATONLY refuses
@@ -192,13 +193,14 @@ def _inplace(op: str, kind: int):
         d = dt.result_type(self, other)
         _check_inplace(op + "_", self, _out_dtype(kind, d), other)
         backend = self._device.backend
-        if d is self._dtype and kind == ARITH and backend.supports(op + "_"):
+        if d is self._dtype and kind == ARITH and backend.supports(op + "_") and not (
+                self._base is not None and tracks_grad(self, other, self._base)):
             check = _CHECKS.get(op)
             if check is not None:
                 check(op + "_", d, self, other)
             o = other._h if isinstance(other, Tensor) and other._dtype is d else (
                 cast(other, d)._h if isinstance(other, Tensor) else _scalar_for(other, d))
-            _write(backend, op + "_", (self._h, o))
+            self._h = _write(backend, op + "_", (self._h, o))
         else:
             assign_(self, fn_out(self, other))
         _bump(self)
@@ -255,8 +257,45 @@ def assign_(dst: Tensor, src) -> Tensor:
     else:
         _check_scalar(src, "fill_")
         s = _scalar_for(src, dst._dtype)
-    _write(dst._device.backend, "assign", (dst._h, s))
+    if dst._base is not None and tracks_grad(dst, src, dst._base):
+        _copy_slices(dst, src)
+        return dst
+    dst._h = _write(dst._device.backend, "assign", (dst._h, s))
     return dst
+
+
+def tracks_grad(*items) -> bool:
+    """True when autodiff must record a write involving these tensors (grad mode on, and one of
+    them requires grad on a stack with Autodiff)."""
+    if not _AD_STATE.grad_enabled:
+        return False
+    for t in items:
+        if isinstance(t, Tensor):
+            rg = getattr(t._device.backend, "requires_grad", None)
+            if rg is not None and rg(t._h):
+                return True
+    return False
+
+
+def _copy_slices(dst: Tensor, src) -> None:
+    """A recorded write into a view: rebuild the whole base functionally (as_strided_scatter), make
+    that the base's new value and history, and re-derive the view from it (PyTorch's CopySlices)."""
+    base = dst._base
+    b = dst._device.backend
+    if not base.is_contiguous() or base.storage_offset() != 0:
+        raise RuntimeError("an in-place write into a view of a non-contiguous tensor that requires grad is not "
+                           "supported: make the base contiguous (.contiguous()) before taking the view")
+    geometry = {"size": dst._shape, "stride": tuple(dst.stride()), "storage_offset": dst.storage_offset()}
+    if isinstance(src, Tensor):
+        value = cast(src, dst._dtype)
+        if value._shape != dst._shape:
+            value = value.expand(dst._shape)
+    else:
+        from ._creation import full
+        value = full(dst._shape, src, dtype=dst._dtype, device=dst._device)
+    new_base = run("as_strided_scatter", (base, value), geometry, base._shape, base._dtype)
+    base._h = _write(b, "assign", (base._h, new_base._h))
+    dst._h = b.run("as_strided", (base._h,), geometry)
 
 
 _BINARY_SPECS = {

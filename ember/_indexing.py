@@ -14,9 +14,9 @@ import numpy as np
 
 from . import _dtype as dt
 from ._creation import _py
-from ._elementwise import _bump, _write, assign_, cast
-from ._shape import broadcast_shapes, norm_dim
+from ._elementwise import _bump, _write, assign_, cast, tracks_grad
 from ._errors import IndexOutOfRange
+from ._shape import broadcast_shapes, norm_dim
 from ._tensor import Tensor, method, run, same_device, wrap
 
 _EMPTY: dict = {}
@@ -299,10 +299,7 @@ def setitem(self: Tensor, key, value) -> None:
     if isinstance(value, Tensor) and broadcast_shapes(shape, value._shape) != shape:
         raise RuntimeError(f"shape mismatch: value tensor of shape {list(value._shape)} cannot be broadcast to "
                            f"indexing result of shape {list(shape)}")
-    v = value._h if isinstance(value, Tensor) else value
-    _write(self._device.backend, "index_put_", (view._h, v, *(i._h for _, i in adv)),
-           {"dims": tuple(d for d, _ in adv), "accumulate": False})
-    _bump(self)
+    _put(self, view, adv, value, False)
 
 
 Tensor.__getitem__ = getitem
@@ -336,11 +333,21 @@ def index_put_(self: Tensor, indices, values: Tensor, accumulate: bool = False) 
     if broadcast_shapes(shape, values._shape) != shape:
         raise RuntimeError(f"shape mismatch: value tensor of shape {list(values._shape)} cannot be broadcast to "
                            f"indexing result of shape {list(shape)}")
-    v = values.expand(shape).contiguous()._h if accumulate and values._shape != shape else values._h
-    _write(self._device.backend, "index_put_", (view._h, v, *(i._h for _, i in adv)),
-           {"dims": tuple(d for d, _ in adv), "accumulate": bool(accumulate)})
-    _bump(self)
+    _put(self, view, adv, values.expand(shape).contiguous() if accumulate and values._shape != shape else values,
+         bool(accumulate))
     return self
+
+
+def _put(self: Tensor, view: Tensor, adv, value, accumulate: bool) -> None:
+    """view[adv] = value (or +=) in place; recorded functionally when autodiff is involved."""
+    attrs = {"dims": tuple(d for d, _ in adv), "accumulate": accumulate}
+    idx = tuple(i._h for _, i in adv)
+    if tracks_grad(view, value, self):
+        new = run("index_put", (view, value, *(i for _, i in adv)), attrs, view._shape, view._dtype)
+        assign_(view, new)
+        return
+    v = value._h if isinstance(value, Tensor) else value
+    _write(self._device.backend, "index_put_", (view._h, v, *idx), attrs)
 
 
 @method

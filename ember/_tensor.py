@@ -25,7 +25,7 @@ class Tensor:
     tensor(54.)
     """
 
-    __slots__ = ("_h", "_shape", "_dtype", "_device", "_base", "_ag", "__weakref__")
+    __slots__ = ("_h", "_shape", "_dtype", "_device", "_base", "__weakref__")
     # numpy defers binary operators to us (np_array + tensor calls Tensor.__radd__ and gives a Tensor)
     __array_ufunc__ = None
 
@@ -137,6 +137,8 @@ class Tensor:
     # ---- sync points: data to the host -----------------------------------------------------
     def numpy(self, *, force: bool = False) -> np.ndarray:
         """The data as a numpy array (shares memory on the numpy CPU backend, like torch)."""
+        if not force and self._device.backend.__class__.__name__ == "Autodiff" and self.requires_grad:
+            raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead.")
         if self._device.type != "cpu" and not force:
             raise TypeError(f"can't convert {self._device} tensor to numpy: use .cpu() first, "
                             "or .numpy(force=True) to copy")
@@ -247,7 +249,6 @@ def wrap(h, shape: tuple, dtype: dt.dtype, device, base: Tensor | None = None) -
     t._dtype = dtype
     t._device = device
     t._base = base
-    t._ag = None
     return t
 
 
@@ -280,20 +281,3 @@ def method(fn=None, *, name: str | None = None):
 def is_tensor(obj) -> bool:
     """True for ember tensors (torch.is_tensor)."""
     return isinstance(obj, Tensor)
-
-
-# Autograd attributes until the Autodiff decorator lands: tensors never require grad, and asking
-# for gradients says so clearly instead of silently doing nothing.
-def _requires_grad_(self, requires_grad: bool = True):
-    if requires_grad:
-        raise NotImplementedError("requires_grad: gradients need ember's Autodiff backend, which this "
-                                  "version does not include yet")
-    return self
-
-
-Tensor.requires_grad = property(lambda self: False)
-Tensor.grad = property(lambda self: None)
-Tensor.grad_fn = property(lambda self: None)
-Tensor.is_leaf = property(lambda self: True)
-Tensor.requires_grad_ = _requires_grad_
-Tensor.detach = lambda self: self

@@ -58,7 +58,8 @@ def _set_grad(self: Tensor, value) -> None:
         return
     if value is not None:
         if not isinstance(value, Tensor):
-            raise TypeError(f"assigned grad expected to be a Tensor or None but got grad of type {type(value).__name__}")
+            raise TypeError("assigned grad expected to be a Tensor or None but got grad of type "
+                            f"{type(value).__name__}")
         if value._shape != self._shape:
             raise RuntimeError(f"assigned grad has data of a different size: {list(value._shape)} vs the tensor's "
                                f"{list(self._shape)}")

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import ember
-from tests.opinfo.core import T, as_numpy, run_ember, run_torch
+from tests.opinfo.core import T, as_numpy
 from tests.test_registry import OPS
 
 torch = pytest.importorskip("torch")
@@ -73,7 +73,8 @@ def test_grad_matches_torch(op, device):
         eargs, ekw, eout = _converted(op, s, "ember", device)
         eouts = _float_outputs(eout, ember.Tensor)
         eleaves = _leaves(eargs, ember.Tensor) + _leaves(tuple(ekw.values()), ember.Tensor)
-        assert len(eouts) == len(touts), f"{op.name} {s.name}: {len(eouts)} differentiable outputs, torch has {len(touts)}"
+        assert len(eouts) == len(touts), \
+            f"{op.name} {s.name}: {len(eouts)} differentiable outputs, torch has {len(touts)}"
         cots = [rng.standard_normal(tuple(o.shape)) for o in touts]
         tg = torch.autograd.grad(touts, tleaves, [torch.from_numpy(c) for c in cots], allow_unused=True)
         eg = ember.autograd.grad(eouts, eleaves, [ember.tensor(c, dtype=ember.float64, device=device) for c in cots],

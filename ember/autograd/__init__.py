@@ -13,7 +13,14 @@ from . import functional  # noqa: F401
 from ._api import backward, grad  # noqa: F401
 from .function import Function, FunctionCtx, once_differentiable  # noqa: F401
 from .grad_mode import (  # noqa: F401
-    detect_anomaly, enable_grad, inference_mode, is_anomaly_enabled, is_grad_enabled,
-    is_inference_mode_enabled, no_grad, set_detect_anomaly, set_grad_enabled,
+    detect_anomaly,
+    enable_grad,
+    inference_mode,
+    is_anomaly_enabled,
+    is_grad_enabled,
+    is_inference_mode_enabled,
+    no_grad,
+    set_detect_anomaly,
+    set_grad_enabled,
 )
 from .gradcheck import GradcheckError, gradcheck, gradgradcheck  # noqa: F401

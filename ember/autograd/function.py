@@ -102,7 +102,8 @@ class Function:
                     raise TypeError(f"{cls.__name__}.backward must return Tensors or None, got {type(g).__name__}")
                 if g is not None and g._shape != args[i]._shape:
                     raise RuntimeError(f"Function {cls.__name__}Backward returned an invalid gradient at index {i} - "
-                                       f"got {list(g._shape)} but expected shape compatible with {list(args[i]._shape)}")
+                                       f"got {list(g._shape)} but expected shape compatible with "
+                                       f"{list(args[i]._shape)}")
                 out.append(None if g is None else g._h)
             return tuple(out)
 

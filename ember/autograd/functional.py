@@ -50,7 +50,6 @@ def vjp(func, inputs, v=None, create_graph: bool = False, strict: bool = False):
 def jvp(func, inputs, v=None, create_graph: bool = False, strict: bool = False):
     """(func(inputs), J · v): the Jacobian-vector product, by differentiating a vjp."""
     from .._creation import ones_like, zeros_like
-    single = isinstance(inputs, Tensor)
     ins = _prepare(inputs, True)
     outs = func(*ins)
     outs_t = _as_tuple(outs)
@@ -84,7 +83,7 @@ def jacobian(func, inputs, create_graph: bool = False, strict: bool = False, vec
         rows = [[] for _ in ins]
         for k in range(flat.shape[0]):
             gs = grad(flat[k], ins, retain_graph=True, create_graph=create_graph, allow_unused=True)
-            for j, (gk, x) in enumerate(zip(_zeros_for(gs, ins), ins)):
+            for j, gk in enumerate(_zeros_for(gs, ins)):
                 rows[j].append(gk)
         per_in = []
         for j, x in enumerate(ins):

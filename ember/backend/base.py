@@ -108,6 +108,8 @@ OPS: dict[str, str] = {
     # functional forms of writes (new tensors): used by gradients and by autodiff's in-place handling
     "index_put": "(x, value, *idx) dims, accumulate -> a copy of x with x[idx] = value (or +=)",
     "slice_scatter": "(x, src) index -> a copy of x with the slice view replaced by src",
+    "as_strided_scatter": "(x, src) size, stride, storage_offset -> a contiguous copy of x with that strided "
+                          "window (offsets from x's first element) replaced by src",
     "diagonal_scatter": "(x, src) offset, dim1, dim2 -> a copy of x with the diagonal replaced by src",
     # data-dependent output shapes: sync points; these return (handle, ...) and the backend
     # reports shapes through ``shape(handle)``
@@ -118,13 +120,12 @@ OPS: dict[str, str] = {
     "matmul": "(a, b) -> batched matmul with broadcast batch dims (inputs >= 1-d)",
     "inv": "(a)", "det": "(a)", "slogdet": "(a) -> (sign, logabsdet)", "solve": "(a, b) left",
     "cholesky": "(a) upper", "qr": "(a) mode -> (q, r)", "svd": "(a) full_matrices -> (u, s, vh)",
-    "eigh": "(a) uplo -> (w, v)", "eigvalsh": "(a) uplo", "pinv": "(a) hermitian",
-    "lstsq": "(a, b) -> solution", "matrix_rank": "(a) hermitian",
+    "eigh": "(a) uplo -> (w, v)", "eigvalsh": "(a) uplo", "svdvals": "(a) -> s",
     # sorting and counting
     "sort": "(x) dim, descending, stable -> (values, int64 indices)",
-    "argsort": "(x) dim, descending, stable", "topk": "(x) k, dim, largest, sorted",
+    "argsort": "(x) dim, descending, stable", "topk": "(x) k, dim, largest, sorted -> (values, indices), always sorted",
     "kthvalue": "(x) k, dim, keepdim -> (values, indices)",
-    "searchsorted": "(sorted, values) right", "bincount": "(x, weights?) minlength, length",
+    "searchsorted": "(sorted, values) right, out_int32", "bincount": "(x, weights?) minlength, length",
     "histc": "(x) bins, min, max",
 }
 PRIMITIVES = frozenset(OPS)

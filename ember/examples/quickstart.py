@@ -16,12 +16,11 @@ import ember
 
 def make_clusters(n_per_class: int, classes: int, seed: int = 0):
     """Gaussian clusters on a circle: features (n, 2) float32 and labels (n,) int64."""
-    g = ember.Generator().manual_seed(seed) if hasattr(ember, "Generator") else None
-    kw = {"generator": g} if g is not None else {}
+    kw = {"generator": ember.Generator().manual_seed(seed)}
     angles = ember.arange(classes, dtype=ember.float32) * (2 * math.pi / classes)
     centres = ember.stack([angles.cos(), angles.sin()], dim=1) * 3.0
     labels = ember.arange(classes).repeat_interleave(n_per_class)
-    noise = ember.randn(classes * n_per_class, 2, **kw) if hasattr(ember, "randn") else ember.zeros(classes * n_per_class, 2)
+    noise = ember.randn(classes * n_per_class, 2, **kw)
     return centres[labels] + noise, labels
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Callable, Iterable
+from collections.abc import Callable, Iterable
 
 import numpy as np
 
@@ -226,13 +226,13 @@ def binary_samples(low=-3.0, high=3.0, scalars=(2, -1.5, True), rhs_low=None, rh
             yield Sample((T(make(shape, dtype, rng, low, high)), T(make(shape, dtype, rng, rl, rh))), name=f"{shape}")
         for a, b in [((3, 1), (1, 4)), ((2, 3, 4), (4,)), ((5,), ()), ((), (2, 2)), ((0, 3), (1, 3))]:
             yield Sample((T(make(a, dtype, rng, low, high)), T(make(b, dtype, rng, rl, rh))), name=f"bcast{a}{b}")
-        yield Sample((T(make((4, 3), dtype, rng, low, high), "transposed"), T(make((4, 3), dtype, rng, rl, rh), "strided")),
-                     name="views")
+        yield Sample((T(make((4, 3), dtype, rng, low, high), "transposed"),
+                      T(make((4, 3), dtype, rng, rl, rh), "strided")), name="views")
         for sc in scalars:
             yield Sample((T(make((3, 2), dtype, rng, low, high)), sc), name=f"scalar{sc!r}")
         if special and dtype in FLOATS:
-            yield Sample((T(make((6,), dtype, rng, low, high, special=True)), T(make((6,), dtype, rng, rl, rh, special=True))),
-                         name="nan-inf")
+            yield Sample((T(make((6,), dtype, rng, low, high, special=True)),
+                          T(make((6,), dtype, rng, rl, rh, special=True))), name="nan-inf")
     return gen
 
 

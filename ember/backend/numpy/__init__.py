@@ -12,8 +12,7 @@ import numpy as np
 
 from ..._dtype import from_numpy_dtype
 from ..base import UnsupportedOp
-from . import (composite, creation, elementwise, functional_scatter, indexing, linalg, movement, random, reduce,
-               sorting)
+from . import composite, creation, elementwise, functional_scatter, indexing, linalg, movement, random, reduce, sorting
 
 # numpy reports IEEE events (0/0, log(-1), inf-inf) as RuntimeWarnings attributed to the calling
 # frame. PyTorch is silent about them, so we silence them for our own modules only; setting

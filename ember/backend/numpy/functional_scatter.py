@@ -23,9 +23,19 @@ def _diagonal_scatter(x, src, offset, dim1, dim2):
     return out
 
 
+def _as_strided_scatter(x, src, size, stride, storage_offset):
+    """A C-contiguous copy of x with the strided window (offsets counted from x's first element)
+    replaced by src."""
+    out = np.array(x, copy=True, order="C")
+    view = _MOVEMENT["as_strided"](out, size, stride, storage_offset)
+    view[...] = src
+    return out
+
+
 def _index_put(x, value, *idx, dims, accumulate):
     out = np.array(x, copy=True)
     return _INDEXING["index_put_"](out, value, *idx, dims=dims, accumulate=accumulate)
 
 
-OPS = {"slice_scatter": _slice_scatter, "diagonal_scatter": _diagonal_scatter, "index_put": _index_put}
+OPS = {"as_strided_scatter": _as_strided_scatter, "slice_scatter": _slice_scatter,
+       "diagonal_scatter": _diagonal_scatter, "index_put": _index_put}

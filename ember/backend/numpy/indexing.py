@@ -140,49 +140,9 @@ def _masked_select(x, mask):
     return x[mask]
 
 
-def _unique(x, sorted, return_inverse, return_counts, dim):
-    res = np.unique(x if dim is not None else x.reshape(-1), return_inverse=return_inverse,
-                    return_counts=return_counts, axis=dim)
-    if not isinstance(res, tuple):
-        res = (res,)
-    out = [res[0]]
-    k = 1
-    if return_inverse:
-        inv = res[k].astype(np.int64).reshape(x.shape if dim is None else (x.shape[dim],))
-        out.append(inv)
-        k += 1
-    if return_counts:
-        out.append(res[k].astype(np.int64))
-    return tuple(out)
-
-
-def _unique_consecutive(x, return_inverse, return_counts, dim):
-    if dim is None:
-        flat = x.reshape(-1)
-        change = np.ones(flat.shape[0], bool)
-        change[1:] = flat[1:] != flat[:-1]
-        values = flat[change]
-        n = flat.shape[0]
-    else:
-        moved = np.moveaxis(x, dim, 0)
-        n = moved.shape[0]
-        change = np.ones(n, bool)
-        if n > 1:
-            change[1:] = (moved[1:] != moved[:-1]).reshape(n - 1, -1).any(axis=1)
-        values = np.moveaxis(moved[change], 0, dim)
-    out = [values]
-    if return_inverse:
-        inv = np.cumsum(change) - 1
-        out.append(inv.astype(np.int64).reshape(x.shape if dim is None else (n,)))
-    if return_counts:
-        starts = np.flatnonzero(change)
-        out.append(np.diff(np.append(starts, n)).astype(np.int64))
-    return tuple(out)
-
-
 OPS = {
     "index": _index, "index_put_": _index_put_, "gather": _gather, "scatter": _scatter,
     "scatter_reduce": _scatter_reduce, "index_select": _index_select, "index_add": _index_add,
     "masked_fill": _masked_fill, "take": _take, "assign": _assign, "nonzero": _nonzero,
-    "masked_select": _masked_select, "unique": _unique, "unique_consecutive": _unique_consecutive,
+    "masked_select": _masked_select,
 }

@@ -56,6 +56,25 @@ def _diagonal_scatter(F, g, s, n):
     return (F.run("diagonal_scatter", g, 0.0, **kw), F.run("diagonal", g, **kw))
 
 
+def _geometry(n):
+    a = n.attrs
+    return {"size": a["size"], "stride": a["stride"], "storage_offset": a["storage_offset"]}
+
+
+@rule("as_strided")
+def _as_strided(F, g, s, n):
+    # exact when the input is the contiguous storage itself (how ember's in-place-on-view handling uses it)
+    shape, dtype = n.in_meta[0]
+    return (F.run("as_strided_scatter", F.zeros(shape, dtype), g, **_geometry(n)),)
+
+
+@rule("as_strided_scatter")
+def _as_strided_scatter(F, g, s, n):
+    geo = _geometry(n)
+    gx = F.run("as_strided_scatter", g, F.zeros(n.in_meta[1][0], F.dtype(g)), **geo)
+    return (gx, F.run("copy", F.run("as_strided", g, **geo)))
+
+
 @rule("flip")
 def _flip(F, g, s, n):
     return (F.run("flip", g, dims=n.attrs["dims"]),)
