@@ -154,15 +154,29 @@ def _binary_slow(op: str, kind: int, a, b):
     return wrap(h, shape, out_dtype, device)
 
 
+_SCALAR_FAST = frozenset({"add", "sub", "mul", "div", "maximum", "minimum"})
+
+
 def _make_binary(op: str, kind: int, doc: str):
-    if kind == ARITH:
+    if kind == ARITH or kind == TRUEDIV:
+        scalar_fast = op in _SCALAR_FAST
+
         def fn(input, other):
-            if input.__class__ is Tensor and other.__class__ is Tensor:
+            # the fast paths below are the per-op overhead every user pays: keep them minimal
+            ci, co = input.__class__, other.__class__
+            if ci is Tensor:
                 d = input._dtype
-                if d is other._dtype and input._shape == other._shape and input._device is other._device \
-                        and d is not dt.bool:
-                    return wrap(input._device.backend.run(op, (input._h, other._h), _EMPTY),
+                if co is Tensor:
+                    if d is other._dtype and input._shape == other._shape and input._device is other._device \
+                            and (d.category == 2 or (kind == ARITH and d is not dt.bool)):
+                        return wrap(input._device.backend.run(op, (input._h, other._h), _EMPTY),
+                                    input._shape, d, input._device)
+                elif scalar_fast and (co is float or co is int) and d.category == 2:
+                    return wrap(input._device.backend.run(op, (input._h, float(other)), _EMPTY),
                                 input._shape, d, input._device)
+            elif scalar_fast and co is Tensor and (ci is float or ci is int) and other._dtype.category == 2:
+                return wrap(other._device.backend.run(op, (float(input), other._h), _EMPTY),
+                            other._shape, other._dtype, other._device)
             return _binary_slow(op, kind, input, other)
     else:
         def fn(input, other):

@@ -20,8 +20,11 @@ def _functional(op: str) -> str:
     return _INPLACE_FUNCTIONAL.get(op) or op[:-1]
 
 
+_SCALARS = frozenset({bool, int, float, str, tuple, type(None)})
+
+
 def _is_handle(x) -> bool:
-    return not (x is None or isinstance(x, (bool, int, float, str, tuple)))
+    return x.__class__ not in _SCALARS
 
 
 class Autodiff:
@@ -31,6 +34,8 @@ class Autodiff:
         self.inner = inner
         self.name = f"autodiff({inner.name})"
         self.device_type = inner.device_type
+        # (shape, dtype) of a handle in one call when the inner backend offers it
+        self._meta = getattr(inner, "meta", None) or (lambda h: (inner.shape(h), inner.dtype(h)))
 
     # ---- protocol ------------------------------------------------------------------------------
     def run(self, op: str, inputs: tuple, attrs: dict):
@@ -74,13 +79,19 @@ class Autodiff:
 
     # ---- recording -----------------------------------------------------------------------------
     def _run_tracked(self, op, inputs, attrs):
-        vals = tuple(x.value if x.__class__ is Var else x for x in inputs)
+        vals = []
+        requires = False
+        for x in inputs:
+            if x.__class__ is Var:
+                vals.append(x.value)
+                requires = requires or x.requires_grad
+            else:
+                vals.append(x)
+        vals = tuple(vals)
         if op[-1] == "_" or op == "assign":
             return self._inplace(op, inputs, vals, attrs)
         out = self._compute(op, vals, attrs)
-        if not STATE.grad_enabled:
-            return out
-        if not any(x.__class__ is Var and x.requires_grad for x in inputs):
+        if not requires or not STATE.grad_enabled:
             return out
         rule = RULES.get(op)
         if rule is None:
@@ -98,10 +109,12 @@ class Autodiff:
 
     def _record(self, op, rule, inputs, vals, attrs, out):
         inner = self.inner
-        edges = tuple(x.edge() if x.__class__ is Var else None for x in inputs)
-        in_meta = tuple((inner.shape(v), inner.dtype(v)) if _is_handle(v) else None for v in vals)
-        outs = out if isinstance(out, tuple) else (out,)
-        out_meta = tuple((inner.shape(o), inner.dtype(o)) for o in outs)
+        meta = self._meta
+        edges = tuple([x.edge() if x.__class__ is Var else None for x in inputs])
+        in_meta = tuple([None if v.__class__ in _SCALARS else meta(v) for v in vals])
+        multi = out.__class__ is tuple
+        outs = out if multi else (out,)
+        out_meta = tuple([meta(o) for o in outs])
         node = Node(op, attrs, rule, edges, in_meta, out_meta)
         saved = []
         for item in rule.save:
@@ -109,13 +122,12 @@ class Autodiff:
                 if item >= len(inputs):  # rules of variadic ops name more inputs than a call may have
                     saved.append(("s", None))
                     continue
-                x = inputs[item]
                 v = vals[item]
-                if _is_handle(v):
-                    st = inner.storage(v)
-                    saved.append(("v", x, st, version(st), (inner.shape(v), inner.dtype(v))))
+                if v.__class__ in _SCALARS:
+                    saved.append(("s", v))
                 else:
-                    saved.append(("s", x))
+                    st = inner.storage(v)
+                    saved.append(("v", inputs[item], st, version(st), in_meta[item]))
             else:
                 k = int(item[1:])
                 o = outs[k]
@@ -124,9 +136,11 @@ class Autodiff:
         node.saved = saved
         if STATE.anomaly:
             node.trace = traceback.format_stack()[:-3]
-        wrapped = tuple(Var(o, True, node, k) if m[1].is_floating_point and k not in rule.nondiff_outputs else o
-                        for k, (o, m) in enumerate(zip(outs, out_meta)))
-        return wrapped if isinstance(out, tuple) else wrapped[0]
+        nondiff = rule.nondiff_outputs
+        wrapped = []
+        for k, o in enumerate(outs):
+            wrapped.append(Var(o, True, node, k) if out_meta[k][1].is_floating_point and k not in nondiff else o)
+        return tuple(wrapped) if multi else wrapped[0]
 
     def _inplace(self, op, inputs, vals, attrs):
         inner = self.inner

@@ -10,7 +10,7 @@ import warnings
 
 import numpy as np
 
-from ..._dtype import from_numpy_dtype
+from ..._dtype import _FROM_NP, from_numpy_dtype
 from ..base import UnsupportedOp
 from . import composite, creation, elementwise, functional_scatter, indexing, linalg, movement, random, reduce, sorting
 
@@ -58,7 +58,13 @@ class Numpy:
         return handle.shape
 
     def dtype(self, handle: np.ndarray):
-        return from_numpy_dtype(handle.dtype)
+        d = _FROM_NP.get(handle.dtype)
+        return d if d is not None else from_numpy_dtype(handle.dtype)
+
+    def meta(self, handle: np.ndarray):
+        """(shape, dtype) at once: Autodiff records both for every input of a recorded op."""
+        d = _FROM_NP.get(handle.dtype)
+        return handle.shape, d if d is not None else from_numpy_dtype(handle.dtype)
 
     def storage(self, handle: np.ndarray) -> np.ndarray:
         """The array that owns the memory (identity of the storage, weak-referenceable)."""
