@@ -128,6 +128,11 @@ OPS: dict[str, str] = {
     "searchsorted": "(sorted, values) right, out_int32", "bincount": "(x, weights?) minlength, length",
     "histc": "(x) bins, min, max",
 }
+from .ops_conv import OPS as _CONV_OPS  # noqa: E402 - conv/pool family
+from .ops_nn import OPS as _NN_OPS  # noqa: E402 - norms, attention, activations, interpolation
+
+OPS.update(_CONV_OPS)
+OPS.update(_NN_OPS)
 PRIMITIVES = frozenset(OPS)
 
 # Composite ops have frontend decompositions; a backend may implement them for speed.

@@ -12,7 +12,20 @@ import numpy as np
 
 from ..._dtype import _FROM_NP, from_numpy_dtype
 from ..base import UnsupportedOp
-from . import composite, creation, elementwise, functional_scatter, indexing, linalg, movement, random, reduce, sorting
+from . import (
+    composite,
+    conv,
+    creation,
+    elementwise,
+    functional_scatter,
+    indexing,
+    linalg,
+    movement,
+    nn,
+    random,
+    reduce,
+    sorting,
+)
 
 # numpy reports IEEE events (0/0, log(-1), inf-inf) as RuntimeWarnings attributed to the calling
 # frame. PyTorch is silent about them, so we silence them for our own modules only; setting
@@ -21,7 +34,7 @@ warnings.filterwarnings("ignore", category=RuntimeWarning, module=r"ember\.backe
 
 _OPS: dict = {}
 for _mod in (composite, creation, elementwise, reduce, movement, indexing, functional_scatter, linalg, sorting,
-             random):
+             random, conv, nn):
     _OPS.update(_mod.OPS)
 
 

@@ -1,0 +1,3 @@
+"""The numpy backend's conv ops (being written)."""
+
+OPS: dict = {}

@@ -1,0 +1,3 @@
+"""The numpy backend's nn ops (being written)."""
+
+OPS: dict = {}
