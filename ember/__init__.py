@@ -6,8 +6,6 @@
 tensor([ 3., 12.])
 """
 
-from __future__ import annotations
-
 __version__ = "0.1.0"
 
 from . import _dtype
@@ -17,6 +15,7 @@ from ._dtype import (  # noqa: F401
     short, uint8,
 )
 from ._errors import BackendUnavailable, IndexOutOfRange, LinAlgError  # noqa: F401
+from ._dtype import UnsupportedDtypeError  # noqa: F401
 from ._device import Device, device, get_default_device, register_device, set_default_device  # noqa: F401
 from ._shape import Size, broadcast_shapes  # noqa: F401
 from ._tensor import Tensor, is_tensor  # noqa: F401
@@ -67,3 +66,5 @@ from . import autograd, utils  # noqa: F401,E402
 from .autograd.grad_mode import (  # noqa: F401,E402
     enable_grad, inference_mode, is_grad_enabled, is_inference_mode_enabled, no_grad, set_grad_enabled,
 )
+from . import array_api  # noqa: E402,F401 - the Array API namespace; adds Tensor.__array_namespace__
+from . import optim; from .serialization import load, save  # noqa: E402,E702,F401 - ember.optim, ember.save/load

@@ -137,7 +137,7 @@ class Tensor:
     # ---- sync points: data to the host -----------------------------------------------------
     def numpy(self, *, force: bool = False) -> np.ndarray:
         """The data as a numpy array (shares memory on the numpy CPU backend, like torch)."""
-        if not force and self._device.backend.__class__.__name__ == "Autodiff" and self.requires_grad:
+        if not force and self.requires_grad:
             raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead.")
         if self._device.type != "cpu" and not force:
             raise TypeError(f"can't convert {self._device} tensor to numpy: use .cpu() first, "
@@ -145,6 +145,8 @@ class Tensor:
         return self._device.backend.read(self._h)
 
     def __array__(self, dtype=None, copy=None):
+        if self.requires_grad:
+            raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead.")
         a = self._device.backend.read(self._h)
         if dtype is not None:
             a = a.astype(dtype, copy=False)
@@ -256,7 +258,9 @@ def run(op: str, inputs: tuple, attrs: dict, shape: tuple, dtype: dt.dtype, devi
     """Dispatch ``op`` on the inputs' device and wrap the single result."""
     if device is None:
         device = inputs[0]._device
-    h = device.backend.run(op, tuple(x._h if x.__class__ is Tensor else x for x in inputs), attrs)
+    # subclasses (nn.Parameter) are tensors too: the exact-class test is only the fast path
+    h = device.backend.run(op, tuple(x._h if x.__class__ is Tensor or isinstance(x, Tensor) else x
+                                     for x in inputs), attrs)
     return wrap(h, shape, dtype, device)
 
 
@@ -265,8 +269,11 @@ def same_device(op: str, *tensors: Tensor):
     dev = tensors[0]._device
     for t in tensors[1:]:
         if t._device is not dev and t._device != dev:
+            a, b = str(dev), str(t._device)
+            if a == b:  # same name, different stacks (e.g. a custom Device): say which
+                a, b = f"{a} ({dev.backend!r})", f"{b} ({t._device.backend!r})"
             raise RuntimeError(f"{op}: expected all tensors to be on the same device, but found at least "
-                               f"two devices, {dev} and {t._device}; move them with .to(device)")
+                               f"two devices, {a} and {b}; move them with .to(device)")
     return dev
 
 

@@ -66,6 +66,7 @@ OPS: dict[str, str] = {
     **{u: "(x) -> elementwise" for u in UNARY},
     **{b: "(x, y) -> elementwise with broadcasting" for b in BINARY},
     "round_decimals": "(x) decimals",
+    "polygamma": "(x) n -> the n-th derivative of digamma (n >= 1; the gradient of digamma)",
     "cast": "(x) dtype -> x converted to dtype (C semantics for float -> int: truncation)",
     "where": "(cond, x, y) -> elementwise select with broadcasting",
     "clamp": "(x, lo, hi) -> elementwise; lo/hi handles, scalars or None",
@@ -80,6 +81,9 @@ OPS: dict[str, str] = {
     "cumsum": "(x) dim, dtype", "cumprod": "(x) dim, dtype",
     "cummax": "(x) dim -> (values, int64 indices)", "cummin": "(x) dim -> (values, indices)",
     "logcumsumexp": "(x) dim",
+    "even_select": "(x, v) dim, keepdim -> v, a value that a reduction of x over dim selected (max, min or median "
+                   "of all elements, the inf-norm); its gradient is shared evenly by the elements of x equal to v "
+                   "(NaN equal to NaN)",
     "max_dim": "(x) dim, keepdim -> (values, indices)",
     "min_dim": "(x) dim, keepdim -> (values, indices)",
     # movement (views share storage with their input)
@@ -137,7 +141,8 @@ PRIMITIVES = frozenset(OPS)
 
 # Composite ops have frontend decompositions; a backend may implement them for speed.
 COMPOSITES = frozenset({
-    "softmax", "log_softmax", "logsumexp", "std", "var_mean", "norm", "lerp", "logaddexp", "addmm",
+    "softmax", "log_softmax", "logsumexp", "lerp", "logaddexp", "norm_affine", "rms_norm",
+    "scaled_dot_product_attention",
 })
 # Ops whose result shapes depend on the data: the backend tells the shapes after running.
 DYNAMIC_SHAPE = frozenset({"nonzero", "masked_select", "unique", "unique_consecutive"})
@@ -156,6 +161,7 @@ class Backend(Protocol):
     def shape(self, handle: Handle) -> tuple[int, ...]: ...
     def dtype(self, handle: Handle): ...
     def storage(self, handle: Handle): ...
+    def storage_offset(self, handle: Handle) -> int: ...
     def supports(self, op: str) -> bool: ...
 
 

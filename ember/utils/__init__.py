@@ -1,3 +1,3 @@
 """ember.utils: activation checkpointing and other training utilities."""
 
-from .checkpoint import checkpoint, checkpoint_sequential  # noqa: F401
+from . import checkpoint  # noqa: F401 - ember.utils.checkpoint.checkpoint(fn, *args), as in PyTorch
