@@ -1,5 +1,9 @@
-"""ember.nn: neural-network building blocks (PyTorch's torch.nn). For now only ``functional``."""
+"""ember.nn: neural-network building blocks (PyTorch's torch.nn): Module, Parameter, containers,
+``init``, ``utils`` and ``functional``."""
 
 from __future__ import annotations
 
-from . import functional  # noqa: F401
+from . import functional, init, utils  # noqa: F401
+from .container import Identity, ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential  # noqa: F401
+from .module import Module  # noqa: F401
+from .parameter import Parameter  # noqa: F401
