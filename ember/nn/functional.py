@@ -16,3 +16,4 @@ from ._embedding import *  # noqa: F401,F403
 from ._norm import *  # noqa: F401,F403
 from ._pool import *  # noqa: F401,F403
 from ._sampling import *  # noqa: F401,F403
+from ._loss import *  # noqa: F401,F403
