@@ -226,7 +226,10 @@ def _inplace(op: str, kind: int):
 def _inplace_of(fn, name: str):
     """The in-place form of a composite ``fn(self, *args)``: compute, check the cast, write back."""
     def inplace(self: Tensor, *args, **kwargs):
-        r = fn(self, *args, **kwargs)
+        # a gradient rule of fn may keep self's old value, which the write below destroys: give fn a
+        # copy when autodiff records (PyTorch saves a copy of self for such in-place ops too)
+        src = self.clone() if tracks_grad(self, *args, *kwargs.values()) else self
+        r = fn(src, *args, **kwargs)
         _check_inplace(name, self, r._dtype, r)
         assign_(self, r)
         _bump(self)
@@ -289,6 +292,20 @@ def tracks_grad(*items) -> bool:
             if rg is not None and rg(t._h):
                 return True
     return False
+
+
+def zero_grad_from(out: Tensor, *sources) -> Tensor:
+    """``out`` unchanged, recorded as depending on each tensor in ``sources`` (each broadcastable to
+    out) with a zero gradient flowing back through it. For values PyTorch computes while ignoring
+    an input that its gradient formula still reaches (addmm with beta=0, rounded division), so
+    those inputs get a gradient (zeros, or NaN where the formula multiplies NaN by zero) as there.
+    """
+    for src in sources:
+        if isinstance(src, Tensor) and tracks_grad(src):
+            from ._creation import zeros
+            never = zeros((), dtype=dt.bool, device=out._device)
+            out = run("where", (never, cast(src, out._dtype), out), _EMPTY, out._shape, out._dtype)
+    return out
 
 
 def _copy_slices(dst: Tensor, src) -> None:
@@ -391,6 +408,12 @@ def div(input, other, *, rounding_mode: str | None = None):  # noqa: F811
                            f"{rounding_mode!r}")
     d = dt.result_type(input, other)
     if d.is_floating_point:
+        if tracks_grad(input, other):
+            # PyTorch's gradient of rounded division is zero; chaining trunc's zero through div's
+            # rule would make 0 / 0 = NaN where other is 0, so record a zero gradient directly
+            a = input.detach() if isinstance(input, Tensor) else input
+            b = other.detach() if isinstance(other, Tensor) else other
+            return zero_grad_from(trunc(_BINARY["div"](a, b)), input, other)  # noqa: F821
         return trunc(_BINARY["div"](input, other))  # noqa: F821
     if d is dt.bool:
         raise dt.unsupported("div(rounding_mode='trunc')", d)
@@ -819,6 +842,9 @@ def logaddexp(input: Tensor, other: Tensor) -> Tensor:
 def xlogy(input, other) -> Tensor:
     """x * log(y), and 0 where x == 0 (unless y is NaN)."""
     a, b, d = _float_operands("xlogy", input, other)
+    backend = a._device.backend
+    if backend.supports("xlogy"):  # one op, whose gradient is PyTorch's (the composite's is NaN at x == 0)
+        return run("xlogy", (a, b), _EMPTY, broadcast_shapes(a._shape, b._shape), d)
     r = _BINARY["mul"](a, log(b))  # noqa: F821
     return where(logical_and(_BINARY["eq"](a, 0), logical_not(isnan(b))), 0.0, r)  # noqa: F821
 

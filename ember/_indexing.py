@@ -414,6 +414,9 @@ def masked_fill(input: Tensor, mask: Tensor, value) -> Tensor:
     same_device("masked_fill", input, mask)
     shape = broadcast_shapes(input._shape, mask._shape)
     v = _fill_scalar(value, input, "masked_fill")
+    if isinstance(value, Tensor) and tracks_grad(value):  # the value tensor gets a gradient too
+        from ._elementwise import where
+        return where(mask, cast(value, input._dtype), input)
     x = input if shape == input._shape else input.expand(shape)
     return run("masked_fill", (x, mask, v), _EMPTY, shape, input._dtype)
 
@@ -594,7 +597,9 @@ def scatter_reduce(input: Tensor, dim: int, index: Tensor, src: Tensor, reduce: 
 def scatter_reduce_(input: Tensor, dim: int, index: Tensor, src: Tensor, reduce: str, *,
                     include_self: bool = True) -> Tensor:
     """In-place scatter_reduce."""
-    assign_(input, scatter_reduce(input, dim, index, src, reduce, include_self=include_self))
+    # its gradient needs the old input (PyTorch saves a copy of it too), which the write destroys
+    old = input.clone() if tracks_grad(input, src) else input
+    assign_(input, scatter_reduce(old, dim, index, src, reduce, include_self=include_self))
     _bump(input)
     return input
 
@@ -691,6 +696,8 @@ def index_fill(input: Tensor, dim: int, index: Tensor, value) -> Tensor:
     same_device("index_fill", input, index)
     d = norm_dim(dim, input.ndim, "index_fill")
     v = _fill_scalar(value, input, "index_fill")
+    if isinstance(value, Tensor) and tracks_grad(value):  # the value tensor gets a gradient too
+        v = cast(value, input._dtype)
     index = _check_range(index, input._shape[d] if input.ndim else 1, d, "index_fill")
     out = input.clone()
     if not input.ndim:

@@ -304,13 +304,16 @@ def _fused(op: str, input: Tensor, prod_fn, shape: tuple, operands, beta, alpha)
         from ._elementwise import cast
         up = tuple(cast(x, dt.float32) for x in operands)
         return cast(_fused(op, cast(input, dt.float32), prod_fn, shape, up, beta, alpha), d)
+    from ._elementwise import tracks_grad, zero_grad_from
     if alpha == 0:  # PyTorch ignores the product (NaN included) when alpha is 0
         from ._creation import zeros
         prod = zeros(shape, dtype=d, device=operands[0]._device)
+        if tracks_grad(*operands):  # but its gradient formula still multiplies through it
+            prod = zero_grad_from(prod, prod_fn(*operands))
     else:
         prod = _scaled(prod_fn(*operands), alpha, d)
-    if beta == 0:  # and ignores input when beta is 0
-        return prod
+    if beta == 0:  # and ignores input when beta is 0 (which then gets a zero gradient)
+        return zero_grad_from(prod, input)
     return prod + _scaled(input, beta, d)
 
 

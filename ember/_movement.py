@@ -383,17 +383,18 @@ def _join_check(op: str, tensors) -> tuple:
 
 def cat(tensors, dim: int = 0) -> Tensor:
     """Join tensors along an existing dim (1-d empty tensors are skipped, as in PyTorch)."""
-    from ._elementwise import cast
+    from ._elementwise import cast, tracks_grad
     tensors = _join_check("cat", tensors)
     device = same_device("cat", *tensors)
     d_out = tensors[0]._dtype
     for t in tensors[1:]:
         d_out = dt.promote_types(d_out, t._dtype)
     parts = [t for t in tensors if not (t._shape == (0,))]
-    if not parts:
-        if tensors[0]._dtype is d_out:
+    if not parts:  # all 1-d and empty: joined along their only dim (so each gets a gradient)
+        if len(tensors) == 1 and tensors[0]._dtype is d_out:
             return run("copy", (tensors[0],), _EMPTY, (0,), d_out)
-        return cast(tensors[0], d_out)
+        h = device.backend.run("cat", tuple(cast(t, d_out)._h for t in tensors), {"dim": 0})
+        return wrap(h, (0,), d_out, device)
     ref = parts[0]
     if not ref.ndim:
         raise RuntimeError("zero-dimensional tensor (at position 0) cannot be concatenated")
@@ -408,6 +409,11 @@ def cat(tensors, dim: int = 0) -> Tensor:
                                f"{list(ref._shape)} but got size {list(t._shape)} for tensor number {i} in the list.")
         total += t._shape[d]
     shape = ref._shape[:d] + (total,) + ref._shape[d + 1:]
+    if len(parts) < len(tensors) and tracks_grad(*tensors):
+        # the skipped empties still get a (empty) gradient, as in PyTorch: join them reshaped to the
+        # parts' shape with size 0 along dim
+        empty = ref._shape[:d] + (0,) + ref._shape[d + 1:]
+        parts = [t.reshape(empty) if t._shape == (0,) else t for t in tensors]
     h = device.backend.run("cat", tuple(cast(t, d_out)._h for t in parts), {"dim": d})
     return wrap(h, shape, d_out, device)
 

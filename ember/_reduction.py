@@ -132,6 +132,18 @@ def _check_nonempty(x: Tensor, dims, op: str, full_error=RuntimeError):
                                  f"{list(x._shape)}).")
 
 
+def select_evenly(input: Tensor, fn, dims, keepdim: bool) -> Tensor:
+    """``fn(input)``: a value a reduction over ``dims`` (a tuple, or None for all) selects from
+    input, whose gradient is shared evenly by the elements of input equal to it, NaN matching NaN.
+    That is PyTorch's convention for max(), min(), median() of all elements and the inf-norm
+    (amax/amin/max(dim) differ), so such values go through the backend's ``even_select``."""
+    from ._elementwise import tracks_grad
+    if not tracks_grad(input) or not input._device.backend.supports("even_select"):
+        return fn(input)
+    v = fn(input.detach())
+    return run("even_select", (input, v), {"dim": dims, "keepdim": keepdim}, v._shape, v._dtype)
+
+
 def _amax_amin(op: str, input: Tensor, dim, keepdim: bool) -> Tensor:
     _check_nonempty(input, _dims(dim, input.ndim, op), op)
     return _reduce(op, input, dim, keepdim, input._dtype)
@@ -171,7 +183,7 @@ def _extreme(op: str, input: Tensor, dim, keepdim, other):
         return (maximum if op == "max" else minimum)(input, other)
     if dim is None:
         _check_nonempty(input, None, op)
-        return _reduce("a" + op, input, None, False, input._dtype)
+        return select_evenly(input, lambda x: _reduce("a" + op, x, None, False, x._dtype), None, False)
     d = norm_dim(dim, input.ndim, op)
     _check_nonempty(input, (d,) if input.ndim else (), op)
     shape = reduced_shape(input._shape, (d,) if input.ndim else None, keepdim)
@@ -260,13 +272,24 @@ def var(input: Tensor, dim=None, unbiased=None, keepdim: bool = False, *, correc
     if isinstance(unbiased, (int, tuple, list)) and not isinstance(unbiased, bool):
         dim, unbiased = unbiased, None  # var(x, 1) means dim=1
     _float_dtype(input, None, "var")
-    return _reduce("var", input, dim, keepdim, input._dtype, correction=_correction(unbiased, correction))
+    # the dims are passed as given, even when they are all of them: PyTorch's gradient differs
+    # between var(x) and var(x, dim=<every dim>) when correction >= N
+    dims = _dims(dim, input.ndim, "var")
+    attrs = {"dim": dims, "keepdim": keepdim, "correction": _correction(unbiased, correction)}
+    h = input._device.backend.run("var", (input._h,), attrs)
+    return wrap(h, reduced_shape(input._shape, dims, keepdim), input._dtype, input._device)
 
 
 @method
 def std(input: Tensor, dim=None, unbiased=None, keepdim: bool = False, *, correction=None) -> Tensor:
     """Standard deviation: sqrt(var)."""
-    return var(input, dim, unbiased, keepdim, correction=correction).sqrt()
+    v = var(input, dim, unbiased, keepdim, correction=correction)
+    from ._elementwise import tracks_grad, where
+    if tracks_grad(v):
+        # PyTorch's std gradient is 0 where std is 0 (sqrt's alone would be inf * 0 = NaN there):
+        # where() passes no gradient to v at those elements, whatever sqrt's rule gives
+        v = where(v == 0, 0.0, v)
+    return v.sqrt()
 
 
 def var_mean(input: Tensor, dim=None, unbiased=None, keepdim: bool = False, *, correction=None):

@@ -166,13 +166,14 @@ def _median_dim(op: str, input: Tensor, dim, keepdim: bool, ignore_nan: bool):
 
 
 def _median_all(op: str, input: Tensor, ignore_nan: bool) -> Tensor:
+    from ._reduction import select_evenly  # the gradient goes to every element equal to the median
     _no_bool(input, op)
     if input.numel() == 0:
         if not input._dtype.is_floating_point:
             raise RuntimeError(f"{op}(): the median of an empty {input._dtype.name} tensor is undefined")
         from ._creation import full
-        return full((), float("nan"), dtype=input._dtype, device=input._device)
-    return _median_pick(input.reshape(-1), 0, False, ignore_nan)[0]
+        return select_evenly(input, lambda x: full((), float("nan"), dtype=x._dtype, device=x._device), None, False)
+    return select_evenly(input, lambda x: _median_pick(x.reshape(-1), 0, False, ignore_nan)[0], None, False)
 
 
 @method
@@ -263,8 +264,7 @@ def _quantile(op: str, input: Tensor, q, dim, keepdim: bool, interpolation: str,
     nq = qt._shape[0]
     if ignore_nan:
         valid = (~xs.isnan()).sum(-1, keepdim=True).to(input._dtype)
-        ranks = qt * (valid - 1)
-        ranks = where(valid == 0, float(n - 1), ranks)  # all NaN: pick a NaN
+        ranks = (qt * (valid - 1)).clamp(min=0)  # all NaN: rank 0, a NaN (PyTorch picks the same one)
     else:
         ranks = (qt * (n - 1)).expand(xs._shape[:-1] + (nq,))
         ranks = where(xs.narrow(-1, n - 1, 1).isnan(), float(n - 1), ranks)  # any NaN: the result is NaN

@@ -109,11 +109,17 @@ def vector_norm(x: Tensor, ord=2, dim=None, keepdim: bool = False, *, dtype=None
         if empty:
             raise RuntimeError(f"linalg.vector_norm cannot compute the {ord} norm on an empty tensor because "
                                "the operation does not have an identity")
+        from ._reduction import select_evenly
         a = x.abs()
         d_arg = () if dim is None else dim
-        return a.amax(d_arg, keepdim) if ord > 0 else a.amin(d_arg, keepdim)
+        # PyTorch's inf-norm gradient: shared by the elements of largest |x| (NaN ones included, whose
+        # sign() is 0), so not amax's, which is NaN for a slice holding a NaN
+        return select_evenly(a, lambda t: t.amax(d_arg, keepdim) if ord > 0 else t.amin(d_arg, keepdim),
+                             None if dim is None else tuple(sorted(dims)) if x.ndim else (), keepdim)
     if ord == 0:
-        return (x != 0).sum(dim, keepdim).to(x._dtype)
+        from ._elementwise import zero_grad_from
+        # the count of nonzeros has a zero gradient (PyTorch gives x none, or zeros)
+        return zero_grad_from((x != 0).sum(dim, keepdim).to(x._dtype), x.sum(dim, keepdim))
     if ord == 1:
         return x.abs().sum(dim, keepdim)
     if ord == 2:
@@ -183,9 +189,10 @@ def matrix_norm(A: Tensor, ord="fro", dim=(-2, -1), keepdim: bool = False, *, dt
 
 def _empty_norm(A: Tensor, d0: int, d1: int, keepdim: bool) -> Tensor:
     from ._creation import zeros
+    from ._elementwise import zero_grad_from
     shape = tuple(1 if i in (d0, d1) else n for i, n in enumerate(A._shape)) if keepdim else \
         tuple(n for i, n in enumerate(A._shape) if i not in (d0, d1))
-    return zeros(shape, dtype=A._dtype, device=A._device)
+    return zero_grad_from(zeros(shape, dtype=A._dtype, device=A._device), A.sum((d0, d1), keepdim))
 
 
 def norm(A: Tensor, ord=None, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
@@ -252,7 +259,9 @@ def matrix_power(A: Tensor, n: int) -> Tensor:
                            f"{list(A._shape[-2:])} matrices")
     if n == 0:
         from ._creation import eye
-        return eye(A._shape[-1], dtype=A._dtype, device=A._device).expand(A._shape).contiguous()
+        from ._elementwise import zero_grad_from
+        out = eye(A._shape[-1], dtype=A._dtype, device=A._device).expand(A._shape).contiguous()
+        return zero_grad_from(out, A)  # PyTorch: A gets a zero gradient
     if n < 0:
         A, n = inv(A), -n
     if n == 1:
@@ -396,7 +405,8 @@ def pinv(A: Tensor, rcond=None, hermitian: bool = False, *, atol=None, rtol=None
     m, n = A._shape[-2:]
     if A.numel() == 0:
         from ._creation import zeros
-        return zeros(A._shape[:-2] + (n, m), dtype=A._dtype, device=A._device)
+        from ._elementwise import zero_grad_from
+        return zero_grad_from(zeros(A._shape[:-2] + (n, m), dtype=A._dtype, device=A._device), A.mT)
     from ._elementwise import where
     if hermitian:
         w, V = eigh(A)
@@ -465,7 +475,9 @@ def lstsq(A: Tensor, B: Tensor, rcond=None, *, driver=None):
     from ._creation import zeros
     from ._elementwise import where
     if min(m, n) == 0:
-        X = zeros(batch + (n, k), dtype=A._dtype, device=A._device)
+        from ._elementwise import zero_grad_from  # A and B get (empty or zero) gradients, as in PyTorch
+        X = zero_grad_from(zeros(batch + (n, k), dtype=A._dtype, device=A._device), A.sum(-2, keepdim=True).mT,
+                           Bm.sum(-2, keepdim=True))
         S = zeros(A._shape[:-2] + (0,), dtype=A._dtype, device=A._device)
         rank = zeros(A._shape[:-2], dtype=dt.int64, device=A._device)
     else:
@@ -475,7 +487,8 @@ def lstsq(A: Tensor, B: Tensor, rcond=None, *, driver=None):
         X = matmul(Vh.mT, sinv.unsqueeze(-1) * matmul(U.mT, Bm))
         rank = keep.sum(-1)
     empty_f = zeros((0,), dtype=A._dtype, device=A._device)
-    residuals = empty_f
+    # residuals are differentiable even when empty (as in PyTorch); the singular values are not
+    residuals = X.reshape(-1)[:0]
     full_rank = m > n and (driver == "gels" or bool((rank == n).all()))
     if driver != "gelsy" and full_rank:
         r = matmul(A, X) - Bm
@@ -484,7 +497,7 @@ def lstsq(A: Tensor, B: Tensor, rcond=None, *, driver=None):
         rank, S = zeros((0,), dtype=dt.int64, device=A._device), empty_f
     elif driver == "gelsy":
         S = empty_f
-    return _types.lstsq(X.squeeze(-1) if vector else X, residuals, rank, S)
+    return _types.lstsq(X.squeeze(-1) if vector else X, residuals, rank, S.detach())
 
 
 # ---- products ----------------------------------------------------------------------------------

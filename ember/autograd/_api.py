@@ -32,6 +32,8 @@ def _default_grads(outputs: list[Tensor], grad_outputs, create_graph: bool) -> l
         elif g._shape != o._shape:
             raise RuntimeError(f"Mismatch in shape: grad_output[{i}] has a shape of {list(g._shape)} and output[{i}] "
                                f"has a shape of {list(o._shape)}.")
+        elif g._dtype is not o._dtype and g._dtype.is_floating_point and o._dtype.is_floating_point:
+            g = g.to(o._dtype)  # as PyTorch does: the gradient of an output has the output's dtype
         out.append(g)
     return out
 

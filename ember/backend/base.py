@@ -141,7 +141,7 @@ PRIMITIVES = frozenset(OPS)
 
 # Composite ops have frontend decompositions; a backend may implement them for speed.
 COMPOSITES = frozenset({
-    "softmax", "log_softmax", "logsumexp", "lerp", "logaddexp", "norm_affine", "rms_norm",
+    "softmax", "log_softmax", "logsumexp", "lerp", "logaddexp", "xlogy", "norm_affine", "rms_norm",
     "scaled_dot_product_attention",
 })
 # Ops whose result shapes depend on the data: the backend tells the shapes after running.

@@ -1,3 +1,39 @@
-"""Catalogue entries for the nn family of backend ops (merged into base.OPS)."""
+"""Catalogue entries for the nn family of backend ops (merged into base.OPS).
 
-OPS: dict[str, str] = {}
+Every op here is optional for a backend: the frontend (``ember/nn``) asks ``supports(op)`` and
+otherwise decomposes into primitives, so the set is listed in :data:`COMPOSITES` too. The numpy
+backend implements them because one fused pass is faster (and, for attention, needs less memory).
+Inputs written ``w?`` may be None.
+"""
+
+OPS: dict[str, str] = {
+    # activations: (x) -> same shape and dtype
+    "relu": "(x) -> max(x, 0); NaN propagates",
+    "relu_": "(x) -> relu written into x (in place); returns x",
+    "leaky_relu": "(x) negative_slope -> x if x > 0 else x * negative_slope",
+    "hardtanh": "(x) min_val, max_val -> clamp(x, min_val, max_val)",
+    "hardtanh_": "(x) min_val, max_val -> hardtanh written into x (in place); returns x",
+    "elu": "(x) alpha, scale, input_scale -> scale * x if x > 0 else alpha * scale * expm1(x * input_scale)",
+    "gelu": "(x) approximate ('none' | 'tanh') -> x * Phi(x), or its tanh approximation",
+    "silu": "(x) -> x * sigmoid(x)",
+    "mish": "(x) -> x * tanh(softplus(x))",
+    "softplus": "(x) beta, threshold -> log1p(exp(beta x)) / beta, or x where beta x > threshold",
+    "hardsigmoid": "(x) -> clamp(x + 3, 0, 6) / 6",
+    "hardswish": "(x) -> x * clamp(x + 3, 0, 6) / 6",
+    "logsigmoid": "(x) -> log(sigmoid(x)), computed without overflow",
+    # in-place forms: the op's result written into x; return x
+    **{op + "_": f"(x) -> {op} written into x (in place); returns x" for op in (
+        "leaky_relu", "elu", "gelu", "silu", "mish", "softplus", "hardsigmoid", "hardswish", "logsigmoid")},
+    # normalisation
+    "norm_affine": "(x, weight?, bias?) dim, eps -> (y, mean, var): y = (x - mean) / sqrt(var + eps) * weight "
+                   "+ bias with the mean and biased variance over dim (kept as size-1 dims, x's dtype); "
+                   "weight/bias broadcast against x; mean/var carry no gradient",
+    "rms_norm": "(x, weight?) dim, eps -> x / sqrt(mean(x², dim) + eps) * weight",
+    # attention
+    "scaled_dot_product_attention": "(q, k, v, mask?) scale, is_causal -> softmax(q kᵀ scale + mask) v over the "
+                                    "last two dims; batch dims broadcast; mask bool (True = attend) or additive "
+                                    "float, broadcast to (..., L, S); rows with every key masked give 0",
+}
+
+# all of the above have frontend decompositions (ember/nn/*)
+COMPOSITES = frozenset(OPS)

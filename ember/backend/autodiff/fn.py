@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 
 from ... import _dtype as dt
+from .graph import Var
 
 _E: dict = {}
 
@@ -29,6 +30,11 @@ class F:
 
     def dtype(self, h):
         return self.b.dtype(h)
+
+    def detach(self, h):
+        """h as a constant of the graph being built (itself when no graph is built): for
+        piecewise-constant factors such as rounded quotients, whose derivative is zero."""
+        return h.value if h.__class__ is Var else h
 
     # creation -----------------------------------------------------------------------------------
     def full(self, shape, value, dtype):

@@ -120,6 +120,13 @@ def _clamp(x, lo, hi):
     return np.asarray(x)
 
 
+def _xlogy(x, y):
+    # x * log(y), 0 where x == 0 unless y is NaN (PyTorch's xlogy)
+    with np.errstate(all="ignore"):
+        r = np.multiply(x, np.log(y), out=...)
+    return np.where((x == 0) & ~np.isnan(y), np.zeros((), r.dtype), r)
+
+
 def _nan_to_num(x, nan, posinf, neginf):
     out = x.copy()  # np.nan_to_num leaves bfloat16 untouched, so replace explicitly
     np.copyto(out, np.asarray(nan).astype(x.dtype), where=np.isnan(x))
@@ -174,6 +181,7 @@ OPS.update({
     "bitwise_left_shift": _b(np.left_shift), "bitwise_right_shift": _b(np.right_shift),
     "round_decimals": upcast(_round_decimals), "cast": _cast, "where": _where, "clamp": _clamp,
     "nan_to_num": _nan_to_num, "lerp": upcast(_lerp), "logaddexp": upcast(_b(np.logaddexp)),
+    "polygamma": upcast(special.polygamma), "xlogy": upcast(_xlogy),
 })
 
 

@@ -128,6 +128,11 @@ def _nan_arg(fn):
     return run
 
 
+def _even_select(x, v, dim, keepdim):
+    # the value itself; the op exists for its gradient (shared by the elements of x equal to v)
+    return np.array(v, copy=True)
+
+
 _argmax_nan = _nan_arg(np.argmax)
 _argmin_nan = _nan_arg(np.argmin)
 
@@ -138,7 +143,7 @@ OPS = {
     "argmin": _arg(lambda a, axis=None, keepdims=False: _argmin_nan(a, axis, keepdims)),
     "var": _var, "cumsum": _cumsum, "cumprod": _cumprod,
     "cummax": _cum_extreme(np.maximum), "cummin": _cum_extreme(np.minimum),
-    "logcumsumexp": _logcumsumexp,
+    "logcumsumexp": _logcumsumexp, "even_select": _even_select,
     "max_dim": _extreme_dim(lambda a, axis, keepdims: _argmax_nan(a, axis, keepdims)),
     "min_dim": _extreme_dim(lambda a, axis, keepdims: _argmin_nan(a, axis, keepdims)),
 }

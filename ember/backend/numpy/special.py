@@ -301,3 +301,62 @@ def digamma(x):
         r = np.where(x == 0, np.where(np.signbit(x), np.inf, -np.inf), r)
         return r.astype(x.dtype, copy=False)
     return _back(_digamma64(_f64(x)), x)
+
+
+# ---- polygamma ------------------------------------------------------------------------------
+# Bernoulli numbers B_2 .. B_24, for the asymptotic series of the polygamma functions
+_BERNOULLI = (1 / 6, -1 / 30, 1 / 42, -1 / 30, 5 / 66, -691 / 2730, 7 / 6, -3617 / 510, 43867 / 798,
+              -174611 / 330, 854513 / 138, -236364091 / 2730)
+
+
+def _polygamma_positive(n: int, x: np.ndarray) -> np.ndarray:
+    """ψ⁽ⁿ⁾(x) for x > 0 and n >= 1: the recurrence ψ⁽ⁿ⁾(x) = ψ⁽ⁿ⁾(x + 1) - (-1)ⁿ n!/x⁽ⁿ⁺¹⁾ up to
+    x >= n + 12, then the asymptotic series (-1)⁽ⁿ⁺¹⁾ [(n-1)!/zⁿ + n!/(2 z⁽ⁿ⁺¹⁾) + Σ B₂ₖ (2k+n-1)!/((2k)! z⁽²ᵏ⁺ⁿ⁾)]."""
+    sign = 1.0 if n % 2 else -1.0
+    fact = math.factorial(n)
+    z, masks = _shift_up(x, float(n + 12))
+    acc = np.zeros_like(x)
+    for m, zi in masks:
+        acc = np.where(m, acc + zi ** -(n + 1.0), acc)
+    inv = 1.0 / z
+    inv2 = inv * inv
+    series = np.zeros_like(z)
+    for k in range(len(_BERNOULLI), 0, -1):  # Horner in 1/z² over the Bernoulli terms
+        coef = _BERNOULLI[k - 1] * math.factorial(2 * k + n - 1) / math.factorial(2 * k)
+        series = series * inv2 + coef
+    tail = (math.factorial(n - 1) + fact * 0.5 * inv + series * inv2) * inv ** n
+    return sign * (tail + fact * acc)
+
+
+def _cot_derivative(n: int, x: np.ndarray) -> np.ndarray:
+    """dⁿ/dxⁿ cot(πx) = πⁿ Pₙ(cot πx) with P₀(c) = c and Pₖ₊₁(c) = -(1 + c²) Pₖ'(c)."""
+    poly = np.polynomial.Polynomial([0.0, 1.0])
+    one_plus_c2 = np.polynomial.Polynomial([1.0, 0.0, 1.0])
+    for _ in range(n):
+        poly = -one_plus_c2 * poly.deriv()
+    r = x - np.round(x)  # cot(πx) has period 1
+    return math.pi ** n * poly(1.0 / np.tan(math.pi * r))
+
+
+def _polygamma64(n: int, x: np.ndarray) -> np.ndarray:
+    out = np.full_like(x, np.nan)  # -inf and NaN
+    pos = x > 0
+    out[pos] = _polygamma_positive(n, x[pos])
+    neg = np.isfinite(x) & (x < 0) & (x != np.floor(x))
+    xn = x[neg]
+    # reflection: ψ⁽ⁿ⁾(x) = (-1)ⁿ ψ⁽ⁿ⁾(1 - x) - π dⁿ/dxⁿ cot(πx)
+    out[neg] = (-1.0) ** n * _polygamma_positive(n, 1.0 - xn) - math.pi * _cot_derivative(n, xn)
+    poles = np.isfinite(x) & (x <= 0) & (x == np.floor(x))
+    out[poles] = np.inf if n % 2 else -np.inf
+    return out
+
+
+def polygamma(x, n: int):
+    """ψ⁽ⁿ⁾(x), the n-th derivative of digamma (n >= 0): the gradient of digamma is polygamma(1, x).
+    Poles (0 and the negative integers) give ±inf, as (-1)ⁿ⁺¹ n! ζ(n + 1, x) does."""
+    if n == 0:
+        return digamma(x)
+    if _sp is not None:
+        r = _sp.polygamma(n, np.asarray(x, dtype=np.float64))
+        return _back(np.where(np.isneginf(x), np.nan, r), x)
+    return _back(_polygamma64(n, _f64(x)), x)

@@ -26,7 +26,8 @@ def _abs(F, g, s, n):
 
 @rule("sign", "floor", "ceil", "trunc", "round", "round_decimals")
 def _zero(F, g, s, n):
-    return (F.mul(g, 0.0),)
+    # PyTorch gives zeros (not g * 0, which would turn an inf or NaN gradient into NaN)
+    return (F.zeros_like(g),)
 
 
 @rule("exp", save=("o0",))
@@ -187,6 +188,16 @@ def _lgamma(F, g, s, n):
     return (F.mul(g, F.un("digamma", s[0])),)
 
 
+@rule("digamma", save=(0,))
+def _digamma(F, g, s, n):
+    return (F.mul(g, F.run("polygamma", s[0], n=1)),)
+
+
+@rule("polygamma", save=(0,))
+def _polygamma(F, g, s, n):
+    return (F.mul(g, F.run("polygamma", s[0], n=n.attrs["n"] + 1)),)
+
+
 @rule("cast", save=())
 def _cast(F, g, s, n):
     d_in = n.in_meta[0][1]
@@ -248,27 +259,24 @@ def _pow(F, g, s, n):
     return reduce_to_inputs(F, n, ga, gb)
 
 
-def _minmax(F, g, s, n, op):
+def _minmax(F, g, s, n, loses):
+    # PyTorch's convention: ties share the gradient evenly; an input gets it unless it lost the
+    # comparison, so where either input is NaN (no comparison holds) both get the whole gradient
     a, b = s
-    ties = F.cmp("eq", a, b)
-    half = F.where(ties, F.mul(g, 0.5), g)
-    ga = F.where(F.cmp(op, a, b), half, 0.0) if n.in_meta[0] else None
-    gb = F.where(F.cmp(op, b, a), half, 0.0) if n.in_meta[1] else None
-    if ga is not None:
-        ga = F.where(ties, half, ga)
-    if gb is not None:
-        gb = F.where(ties, half, gb)
+    half = F.where(F.cmp("eq", a, b), F.mul(g, 0.5), g)
+    ga = F.where(F.cmp(loses, a, b), 0.0, half) if n.in_meta[0] else None
+    gb = F.where(F.cmp(loses, b, a), 0.0, half) if n.in_meta[1] else None
     return reduce_to_inputs(F, n, ga, gb)
 
 
 @rule("maximum", save=(0, 1))
 def _maximum(F, g, s, n):
-    return _minmax(F, g, s, n, "gt")
+    return _minmax(F, g, s, n, "lt")
 
 
 @rule("minimum", save=(0, 1))
 def _minimum(F, g, s, n):
-    return _minmax(F, g, s, n, "lt")
+    return _minmax(F, g, s, n, "gt")
 
 
 @rule("fmax", save=(0, 1, "o0"))
@@ -294,10 +302,26 @@ def _fminmax(F, g, s, n):
 
 @rule("atan2", save=(0, 1))
 def _atan2(F, g, s, n):
+    # PyTorch takes 1 / (a² + b²) as 0 at the origin, so atan2(0, 0) has a zero gradient
     a, b = s
     denom = F.add(F.mul(a, a), F.mul(b, b))
-    ga = F.div(F.mul(g, b), denom) if n.in_meta[0] else None
-    gb = F.neg(F.div(F.mul(g, a), denom)) if n.in_meta[1] else None
+    recip = F.where(F.cmp("eq", denom, 0.0), 0.0, F.div(1.0, denom))
+    ga = F.mul(F.mul(g, b), recip) if n.in_meta[0] else None
+    gb = F.neg(F.mul(F.mul(g, a), recip)) if n.in_meta[1] else None
+    return reduce_to_inputs(F, n, ga, gb)
+
+
+@rule("xlogy", save=(0, 1))
+def _xlogy(F, g, s, n):
+    # PyTorch's: x gets g log(y), except 0 where x == 0 and y <= 0 (x log y is 0 there whatever y);
+    # y gets g x / y
+    a, b = s
+    ga = gb = None
+    if n.in_meta[0] is not None:
+        skip = F.run("logical_and", F.cmp("eq", a, 0.0), F.cmp("le", b, 0.0))
+        ga = F.where(skip, 0.0, F.run("xlogy", g, b))
+    if n.in_meta[1] is not None:
+        gb = F.div(F.mul(g, a), b)
     return reduce_to_inputs(F, n, ga, gb)
 
 
@@ -313,27 +337,29 @@ def _hypot(F, g, s, n):
 def _copysign(F, g, s, n):
     a, y = s
     ratio = F.where(F.cmp("eq", a, 0.0), 0.0, F.div(y, F.where(F.cmp("eq", a, 0.0), 1.0, a)))
-    return reduce_to_inputs(F, n, F.mul(g, ratio), F.mul(g, 0.0) if n.in_meta[1] else None)
+    gb = F.zeros(n.in_meta[1][0], n.in_meta[1][1]) if n.in_meta[1] else None  # the sign's source: zeros
+    return reduce_to_inputs(F, n, F.mul(g, ratio), gb)
 
 
 @rule("remainder", save=(0, 1))
 def _remainder(F, g, s, n):
     a, b = s
-    gb = F.neg(F.mul(g, F.run("floor_divide", a, b))) if n.in_meta[1] else None
+    # the quotient is piecewise constant: a constant of the gradient graph (so second order never
+    # differentiates through the rounding, whose zero would turn into NaN through the division)
+    gb = F.neg(F.mul(g, F.run("floor_divide", F.detach(a), F.detach(b)))) if n.in_meta[1] else None
     return reduce_to_inputs(F, n, g, gb)
 
 
 @rule("fmod", save=(0, 1))
 def _fmod(F, g, s, n):
     a, b = s
-    gb = F.neg(F.mul(g, F.un("trunc", F.div(a, b)))) if n.in_meta[1] else None
+    gb = F.neg(F.mul(g, F.un("trunc", F.div(F.detach(a), F.detach(b))))) if n.in_meta[1] else None  # see remainder
     return reduce_to_inputs(F, n, g, gb)
 
 
 @rule("floor_divide", "nextafter")
 def _zero_binary(F, g, s, n):
-    z = F.mul(g, 0.0)
-    return reduce_to_inputs(F, n, z if n.in_meta[0] else None, z if n.in_meta[1] else None)
+    return tuple(F.zeros(m[0], m[1]) if m is not None else None for m in n.in_meta[:2])
 
 
 @rule("where", save=(0,))
@@ -346,6 +372,8 @@ def _where(F, g, s, n):
 
 @rule("clamp", save=(0, 1, 2))
 def _clamp(F, g, s, n):
+    # clamp(x, lo, hi) = min(max(x, lo), hi): x gets the gradient where lo <= x <= hi (so not
+    # where x is NaN), lo where x < lo < hi, and hi where x > hi or where lo > hi (hi wins then)
     x, lo, hi = s
     keep = None
     if lo is not None:
@@ -353,10 +381,43 @@ def _clamp(F, g, s, n):
     if hi is not None:
         le = F.cmp("le", x, hi)
         keep = le if keep is None else F.run("logical_and", keep, le)
-    gx = F.where(keep, g, 0.0)
-    glo = F.where(F.cmp("lt", x, lo), g, 0.0) if n.in_meta[1] is not None else None
-    ghi = F.where(F.cmp("gt", x, hi), g, 0.0) if n.in_meta[2] is not None else None
+    gx = F.where(keep, g, 0.0) if n.in_meta[0] is not None else None
+    glo = ghi = None
+    if n.in_meta[1] is not None:
+        below = F.cmp("lt", x, lo)
+        if hi is not None:
+            below = F.run("logical_and", below, F.cmp("lt", lo, hi))
+        glo = F.where(below, g, 0.0)
+    if n.in_meta[2] is not None:
+        above = F.cmp("gt", x, hi)
+        if lo is not None:
+            above = F.run("logical_or", above, F.cmp("lt", hi, lo))
+        ghi = F.where(above, g, 0.0)
     return reduce_to_inputs(F, n, gx, glo, ghi)
+
+
+@rule("lerp", save=(0, 1, 2))
+def _lerp(F, g, s, n):
+    a, b, w = s
+    one_minus_w = 1.0 - w if n.in_meta[2] is None else F.sub(1.0, w)  # a Python weight stays weak
+    ga = F.mul(g, one_minus_w) if n.in_meta[0] is not None else None
+    gb = F.mul(g, w) if n.in_meta[1] is not None else None
+    gw = F.mul(g, F.sub(b, a)) if n.in_meta[2] is not None else None
+    return reduce_to_inputs(F, n, ga, gb, gw)
+
+
+@rule("logaddexp", save=(0, 1))
+def _logaddexp(F, g, s, n):
+    # PyTorch's formula: g / (1 + exp(b - a)) for a, and symmetrically for b
+    a, b = s
+    ga = F.div(g, F.add(F.un("exp", F.sub(b, a)), 1.0)) if n.in_meta[0] is not None else None
+    gb = F.div(g, F.add(F.un("exp", F.sub(a, b)), 1.0)) if n.in_meta[1] is not None else None
+    return reduce_to_inputs(F, n, ga, gb)
+
+
+@rule("poisson")
+def _poisson(F, g, s, n):
+    return (F.zeros_like(g),)  # sampling is not differentiable; PyTorch gives zeros too
 
 
 NONDIFF_ELEMENTWISE = {

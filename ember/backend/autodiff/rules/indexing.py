@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from .... import _dtype as dt
 from .base import rule
 
 
@@ -55,30 +56,74 @@ def _scatter(F, g, s, n):
 
 @rule("scatter_reduce", save=(0, 1, 2, "o0"))
 def _scatter_reduce(F, g, s, n):
+    # PyTorch's formulas (scatter_reduce_backward), including where they make NaN
     x, index, src, y = s
     dim, how, incl = n.attrs["dim"], n.attrs["reduce"], n.attrs["include_self"]
+    dtype = F.dtype(g)
     if how == "sum":
-        gx = g if incl else F.run("scatter", g, index, 0.0, dim=dim, reduce=None)
-        return (gx, None, _gather_src_grad(F, g, index, n))
-    if how == "mean":
-        ones = F.full(F.shape(index), 1.0, F.dtype(g))
-        count = F.run("scatter", F.full(n.in_meta[0][0], 1.0 if incl else 0.0, F.dtype(g)), index, ones,
+        gx, gsrc = g, _gather_src_grad(F, g, index, n)
+    elif how == "mean":
+        ones = F.full(F.shape(index), 1.0, dtype)
+        count = F.run("scatter", F.full(n.in_meta[0][0], 1.0 if incl else 0.0, dtype), index, ones,
                       dim=dim, reduce="add")
-        count = F.run("maximum", count, 1.0)
-        gn = F.div(g, count)
-        gx = gn if incl else F.run("scatter", gn, index, 0.0, dim=dim, reduce=None)
-        return (gx, None, _gather_src_grad(F, gn, index, n))
-    if how in ("amax", "amin"):
+        count = F.where(F.cmp("eq", count, 0.0), 1.0, count)
+        gx = F.div(g, count)
+        gsrc = _gather_src_grad(F, gx, index, n)
+    elif how in ("amax", "amin"):
+        # ties share the gradient evenly (self counts as a candidate even when not included, as in
+        # PyTorch, which then zeroes the gradient of the positions written to)
         value = F.run("gather", y, index, dim=dim)
-        src_hit = F.cast(F.cmp("eq", src, value), F.dtype(g))
-        self_hit = F.cast(F.cmp("eq", x, y), F.dtype(g)) if incl else F.zeros(n.in_meta[0][0], F.dtype(g))
+        self_hit = F.cast(F.cmp("eq", x, y), dtype)
+        src_hit = F.cast(F.cmp("eq", src_part(F, src, index), value), dtype)
         count = F.run("scatter", self_hit, index, src_hit, dim=dim, reduce="add")
-        count = F.run("maximum", count, 1.0)
         gn = F.div(g, count)
-        gx = F.mul(gn, self_hit)
-        gsrc = F.mul(F.run("gather", gn, index, dim=dim), src_hit)
-        return (gx, None, gsrc)
-    raise RuntimeError(f"the derivative of scatter_reduce with reduce={how!r} is not implemented")
+        gx = F.mul(self_hit, gn)
+        gsrc = _embed_src(F, F.mul(src_hit, F.run("gather", gn, index, dim=dim)), n)
+    elif how == "prod":
+        gx, gsrc = _scatter_prod_grads(F, g, x, index, src, y, n)
+    else:
+        raise RuntimeError(f"the derivative of scatter_reduce with reduce={how!r} is not implemented")
+    if not incl:  # positions written to did not use self
+        gx = F.run("scatter", gx, index, 0.0, dim=dim, reduce=None)
+    return (gx, None, gsrc)
+
+
+def src_part(F, src, index):
+    """The part of src that scatter reads: its leading slice of index's shape."""
+    if F.shape(src) == F.shape(index):
+        return src
+    return F.run("slice", src, index=tuple((0, m, 1) for m in F.shape(index)))
+
+
+def _embed_src(F, part, n):
+    """A gradient for the part of src that was read, zero-padded to src's shape."""
+    src_shape = tuple(n.in_meta[2][0])
+    if F.shape(part) == src_shape:
+        return part
+    idx = tuple((0, m, 1) for m in F.shape(part))
+    return F.run("slice_scatter", F.zeros(src_shape, n.in_meta[2][1]), part, index=idx)
+
+
+def _scatter_prod_grads(F, g, x, index, src, y, n):
+    dim, incl = n.attrs["dim"], n.attrs["include_self"]
+    dtype = F.dtype(g)
+    # self: g * (the product with self's zeros replaced by 1) / (self with zeros replaced by 1)
+    x_zero = F.cmp("eq", x, 0.0)
+    masked_x = F.where(x_zero, 1.0, x)
+    masked_y = F.run("scatter_reduce", masked_x, index, src, dim=dim, reduce="prod", include_self=incl)
+    gx = F.div(F.mul(g, masked_y), masked_x)
+    # src: g * y / src, except for a src zero that is the only zero scattered to its position, whose
+    # gradient is the product of the others
+    sp = src_part(F, src, index)
+    src_zero = F.cmp("eq", sp, 0.0)
+    zeros_at = F.run("scatter", F.zeros(n.in_meta[0][0], dtype), index, F.cast(src_zero, dtype), dim=dim,
+                     reduce="add")
+    single = F.run("logical_and", src_zero, F.cmp("eq", F.run("gather", zeros_at, index, dim=dim), 1.0))
+    masked_src = F.where(single, 1.0, sp)
+    others = F.run("scatter_reduce", x, index, masked_src, dim=dim, reduce="prod", include_self=incl)
+    lone = F.run("gather", F.mul(g, others), index, dim=dim)
+    plain = F.div(F.run("gather", F.mul(g, y), index, dim=dim), F.where(src_zero, 1.0, sp))
+    return gx, _embed_src(F, F.where(single, lone, plain), n)
 
 
 @rule("index_select", save=(1,))
@@ -116,7 +161,7 @@ def _masked_select(F, g, s, n):
     shape, dtype = n.in_meta[0]
     numel = F.numel(shape)
     flat_mask = F.reshape(s[0], (numel,))
-    pos = F.reshape(F.run("nonzero", flat_mask), (-1,)) if numel else F.zeros((0,), None)
+    pos = F.reshape(F.run("nonzero", flat_mask), (-1,)) if numel else F.zeros((0,), dt.int64)
     out = F.run("index_put", F.zeros((numel,), dtype), g, pos, dims=(0,), accumulate=True)
     return (F.reshape(out, shape), None)
 
@@ -132,7 +177,9 @@ def _sort(F, gs, s, n):
 
 @rule("_assign")
 def _assign(F, g, s, n):
-    return (None, F.sum_to(g, n.in_meta[1][0]) if n.in_meta[1] is not None else None)
+    # every element of dst is overwritten: it gets zeros (PyTorch's copy_), built only when needed
+    gdst = F.zeros_like(g) if n.edges[0] is not None else None
+    return (gdst, F.sum_to(g, n.in_meta[1][0]) if n.in_meta[1] is not None else None)
 
 
 NONDIFF_INDEXING = {"nonzero", "unique", "unique_consecutive", "argsort", "searchsorted", "bincount", "histc",

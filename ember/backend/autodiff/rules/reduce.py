@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from .base import rule
 
 
@@ -40,13 +42,28 @@ def _mean(F, g, s, n):
     return (F.div(F.unreduce(g, _in(n), _dims(n), n.attrs["keepdim"]), float(max(_count(n), 1))),)
 
 
+def _any_zero(F, x) -> bool:
+    """Whether x has a zero anywhere (a sync point, as in PyTorch, which picks the formula the same way)."""
+    z = F.run("any", F.cmp("eq", x, 0.0), dim=None, keepdim=False)
+    return bool(F.b.read(z))
+
+
 @rule("prod", save=(0, "o0"))
 def _prod(F, g, s, n):
     x, y = s
     dims, keep = _dims(n), n.attrs["keepdim"]
-    shape = _in(n)
-    gx = F.unreduce(F.cast(g, n.in_meta[0][1]), shape, dims, keep)
-    # product of all other elements, without dividing by x (zeros are common)
+    shape, d_in = n.in_meta[0]
+    d_out = F.dtype(y)
+    if not shape:  # a 0-d input is its own product
+        return (F.cast(g, d_in),)
+    x = F.cast(x, d_out)  # prod(x, dtype=d) differentiates like prod(x.to(d))
+    gx = F.unreduce(g, shape, dims, keep)
+    if F.numel(shape) == 0:
+        return (F.cast(gx, d_in),)
+    if not _any_zero(F, x):
+        # PyTorch's formula without zeros: g * prod / x (so NaN and inf spread as they do there)
+        return (F.cast(F.mul(gx, F.div(F.unreduce(y, shape, dims, keep), x)), d_in),)
+    # with zeros: the product of all other elements, from exclusive cumprods (no division)
     if dims is None:
         flat = F.reshape(x, (math.prod(shape),))
         others = F.reshape(_prod_others(F, flat, 0), shape)
@@ -60,7 +77,7 @@ def _prod(F, g, s, n):
         o = F.reshape(o, tuple(shape[d] for d in perm))
         inv = [perm.index(i) for i in range(len(shape))]
         others = F.permute(o, inv)
-    return (F.mul(gx, others),)
+    return (F.cast(F.mul(gx, others), d_in),)
 
 
 def _prod_others(F, x, dim):
@@ -79,7 +96,8 @@ def _prod_others(F, x, dim):
 
 
 def _spread(F, g, x, y, n):
-    """Gradient of a max/min-type reduction: shared evenly among the elements equal to the result."""
+    """Gradient of amax/amin (PyTorch's scale_grad_by_count): shared evenly among the elements equal
+    to the result; a NaN result matches nothing, so its slice gets NaN (0 / 0), as in PyTorch."""
     dims, keep = _dims(n), n.attrs["keepdim"]
     shape = _in(n)
     yb = F.unreduce(y, shape, dims, keep)
@@ -93,6 +111,20 @@ def _spread(F, g, x, y, n):
 def _amax(F, g, s, n):
     x, y = s
     return (_spread(F, g, x, y, n),)
+
+
+@rule("even_select", save=(0, 1))
+def _even_select(F, g, s, n):
+    # PyTorch's evenly_distribute_backward (max(), min(), median() of all elements, the inf-norm):
+    # the elements equal to the value share the gradient, NaN counting as equal to NaN
+    x, v = s
+    dims, keep = _dims(n), n.attrs["keepdim"]
+    shape = _in(n)
+    vb = F.unreduce(v, shape, dims, keep)
+    mask = F.run("logical_or", F.cmp("eq", x, vb), F.run("logical_and", F.un("isnan", x), F.un("isnan", vb)))
+    count = F.sum(F.cast(mask, F.dtype(g)), dims if dims is not None else tuple(range(len(shape))), keepdim=True)
+    gb = F.div(F.unreduce(g, shape, dims, keep), count)
+    return (F.where(mask, gb, 0.0), None)
 
 
 def _select_back(F, g, idx, n, dim_attr="dim", keepdim=None):
@@ -124,9 +156,16 @@ def _var(F, g, s, n):
     dims, keep = _dims(n), n.attrs["keepdim"]
     shape = _in(n)
     axes = dims if dims is not None else tuple(range(len(shape)))
-    mean = F.div(F.sum(x, axes, keepdim=True), float(max(_count(n), 1)))
-    scale = 2.0 / max(_count(n) - n.attrs["correction"], 0) if _count(n) - n.attrs["correction"] > 0 else math.nan
+    count = _count(n)
+    mean = F.div(F.sum(x, axes, keepdim=True), float(max(count, 1)))
+    dof = count - n.attrs["correction"]
     gb = F.unreduce(g, shape, dims, keep)
+    if dims is None or not shape:
+        if dof <= 0:  # PyTorch: inf, times 0 (NaN) where x equals the mean
+            return (F.mul(gb, F.cast(F.where(F.cmp("eq", x, mean), math.nan, math.inf), F.dtype(gb))),)
+        return (F.mul(gb, F.mul(F.sub(x, mean), 2.0 / dof)),)
+    # over given dims PyTorch takes 2 / (N - correction) as is (negative when correction > N)
+    scale = 2.0 / dof if dof != 0 else math.inf
     return (F.mul(gb, F.mul(F.sub(x, mean), scale)),)
 
 
@@ -137,14 +176,21 @@ def _cumsum(F, g, s, n):
     return (F.run("flip", F.run("cumsum", F.run("flip", g, dims=(dim,)), dim=dim, dtype=F.dtype(g)), dims=(dim,)),)
 
 
-@rule("cumprod", save=(0,))
+@rule("cumprod", save=(0, "o0"))
 def _cumprod(F, g, s, n):
-    x = s[0]
+    x, y = s
     dim = n.attrs["dim"]
-    shape = _in(n)
-    g = F.cast(g, n.in_meta[0][1])
-    m = shape[dim]
-    # d y_j / d x_i = prod_{k <= j, k != i} x_k for j >= i: build it with one cumprod per i (zero-safe)
+    shape, d_in = n.in_meta[0]
+    m = shape[dim] if shape else 1
+    if m <= 1:
+        return (F.cast(g, d_in),)
+    x = F.cast(x, F.dtype(y))  # cumprod(x, dtype=d) differentiates like cumprod(x.to(d))
+    if not _any_zero(F, x):
+        # PyTorch's formula without zeros: reversed cumsum of y * g, divided by x
+        w = F.mul(y, g)
+        rev = F.run("flip", F.run("cumsum", F.run("flip", w, dims=(dim,)), dim=dim, dtype=F.dtype(w)), dims=(dim,))
+        return (F.cast(F.div(rev, x), d_in),)
+    # with zeros: d y_j / d x_i = prod_{k <= j, k != i} x_k for j >= i, one cumprod per i (zero-safe)
     out = []
     for i in range(m):
         idx_i = tuple((i, i + 1, 1) if d == dim else (0, k, 1) for d, k in enumerate(shape))
@@ -154,9 +200,7 @@ def _cumprod(F, g, s, n):
         tail = tuple((i, m, 1) if d == dim else (0, k, 1) for d, k in enumerate(shape))
         contrib = F.sum(F.mul(F.run("slice", c, index=tail), F.run("slice", g, index=tail)), (dim,), keepdim=True)
         out.append(contrib)
-    if not out:
-        return (g,)
-    return (F.run("cat", *out, dim=dim),)
+    return (F.cast(F.run("cat", *out, dim=dim), d_in),)
 
 
 @rule("cummax", "cummin", save=("o1",), multi=True)
@@ -170,16 +214,21 @@ def _cummax(F, gs, s, n):
 
 @rule("logcumsumexp", save=(0, "o0"))
 def _logcumsumexp(F, g, s, n):
+    # grad_i = sum_{j >= i} g_j exp(x_i - y_j), summed in log space separately for the positive and
+    # negative parts of g. As in PyTorch, log|g| is replaced by the lowest float (not -inf) where a
+    # part is empty, so second-order gradients stay finite.
     x, y = s
     dim = n.attrs["dim"]
-    # grad_i = sum_{j >= i} g_j exp(x_i - y_j), split by the sign of g to stay in log space
+    if not F.shape(g) or F.numel(F.shape(g)) == 0:
+        return (g,)
+    lowest = float(np.finfo(F.dtype(g).np).min)
+    log_abs = F.un("log", F.un("abs", g))
     out = None
-    for sign in (1.0, -1.0):
-        part = F.run("maximum", F.mul(g, sign), 0.0)
-        logp = F.sub(F.un("log", part), y)
-        rev = F.run("flip", F.run("logcumsumexp", F.run("flip", logp, dims=(dim,)), dim=dim), dims=(dim,))
-        term = F.mul(F.un("exp", F.add(rev, x)), sign)
-        out = term if out is None else F.add(out, term)
+    for cmp in ("gt", "lt"):
+        part = F.where(F.cmp(cmp, g, 0.0), log_abs, lowest)
+        rev = F.run("flip", F.run("logcumsumexp", F.run("flip", F.sub(part, y), dims=(dim,)), dim=dim), dims=(dim,))
+        term = F.un("exp", F.add(rev, x))
+        out = term if out is None else F.sub(out, term)
     return (out,)
 
 
