@@ -40,6 +40,9 @@ def _analytical_jacobian(fn, inputs, k: int):
     for o in outs:
         flat = o.reshape(-1)
         for j in range(flat.numel()):
+            if not flat.requires_grad:  # an output that does not depend on any input: a zero row
+                rows.append(np.zeros(inputs[k].numel()))
+                continue
             (g,) = grad(flat[j], (inputs[k],), retain_graph=True, allow_unused=True)
             rows.append(np.zeros(inputs[k].numel()) if g is None else g.detach().reshape(-1).numpy().astype(np.float64))
     return np.stack(rows, axis=0) if rows else np.zeros((0, inputs[k].numel()))
