@@ -67,3 +67,4 @@ from .autograd.grad_mode import (  # noqa: F401,E402
     enable_grad, inference_mode, is_grad_enabled, is_inference_mode_enabled, no_grad, set_grad_enabled,
 )
 from . import optim; from .serialization import load, save  # noqa: E402,E702,F401 - ember.optim, ember.save/load
+from . import array_api  # noqa: E402,F401 - the Array API namespace; adds Tensor.__array_namespace__
