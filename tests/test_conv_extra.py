@@ -128,7 +128,7 @@ def test_serial_fallback_gives_the_same_results(monkeypatch):
     pool = dict(kernel_size=(3, 3), stride=(2, 2), padding=((1, 1), (1, 1)), dilation=(1, 1))
     threaded = npconv._conv(x, w, **attrs)
     pooled = npconv._max_pool(xb, **pool)
-    monkeypatch.setattr(npconv, "_BLAS", None)
+    monkeypatch.setattr(npconv, "BLAS", None)
     monkeypatch.setattr(npconv, "_WORKERS", 1)
     np.testing.assert_allclose(npconv._conv(x, w, **attrs), threaded, rtol=1e-12, atol=1e-12)
     serial = npconv._max_pool(xb, **pool)
@@ -140,7 +140,7 @@ def test_concurrent_convs_and_blas_threads_restored():
     rng = np.random.default_rng(6)
     x, w = rng.standard_normal((8, 16, 20, 20)), rng.standard_normal((32, 16, 3, 3))
     want = TF.conv2d(torch.from_numpy(x), torch.from_numpy(w), padding=1).numpy()
-    before = npconv._BLAS[0]() if npconv._BLAS else None
+    before = npconv.BLAS[0]() if npconv.BLAS else None
     errors = []
 
     def job():
@@ -158,7 +158,7 @@ def test_concurrent_convs_and_blas_threads_restored():
         t.join()
     assert not errors, errors
     if before is not None:
-        assert npconv._BLAS[0]() == before
+        assert npconv.BLAS[0]() == before
 
 
 # ---- gradients -----------------------------------------------------------------------------------

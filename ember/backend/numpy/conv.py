@@ -20,6 +20,7 @@ import threading
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
+from ._blas import BLAS, one_blas_thread
 from ._util import LOW_PRECISION
 
 # Scratch buffers up to this size are cached per thread: fresh large allocations cost page faults.
@@ -42,60 +43,13 @@ _local = threading.local()
 # busy one they avoid OpenBLAS's thread hand-offs, which made many small GEMMs 10-20x slower here.
 _WORKERS = os.cpu_count() or 1
 _executor = None
-_blas_lock = threading.Lock()
-_blas_state = {"depth": 0, "saved": 1}
-
-
-def _blas_threads_api():
-    """(get, set) for the thread count of the OpenBLAS that numpy links, or None when not found."""
-    import ctypes
-    import glob
-    paths = glob.glob(os.path.join(os.path.dirname(np.__file__), os.pardir, "numpy.libs", "*openblas*"))
-    try:
-        with open("/proc/self/maps") as f:   # a system OpenBLAS (Linux)
-            paths += sorted({ln.split()[-1] for ln in f if "openblas" in ln and ln.split()[-1].startswith("/")})
-    except OSError:
-        pass
-    for path in paths:
-        try:
-            lib = ctypes.CDLL(path)
-        except OSError:
-            continue
-        for prefix in ("scipy_openblas", "openblas"):
-            for suffix in ("64_", ""):
-                get = getattr(lib, f"{prefix}_get_num_threads{suffix}", None)
-                put = getattr(lib, f"{prefix}_set_num_threads{suffix}", None)
-                if get is not None and put is not None:
-                    return get, put
-    return None
-
-
-_BLAS = _blas_threads_api() if _WORKERS > 1 else None
-
-
-class _OneBlasThread:
-    """Context: BLAS runs single-threaded inside (nesting and concurrent users share one count)."""
-
-    def __enter__(self):
-        with _blas_lock:
-            if _blas_state["depth"] == 0:
-                _blas_state["saved"] = _BLAS[0]()
-                _BLAS[1](1)
-            _blas_state["depth"] += 1
-
-    def __exit__(self, *exc):
-        with _blas_lock:
-            _blas_state["depth"] -= 1
-            if _blas_state["depth"] == 0:
-                _BLAS[1](_blas_state["saved"])
-        return False
 
 
 def _parallel(fn, items, work: int, blas: bool = False) -> None:
     """Run ``fn(item)`` for every item, on worker threads when the job is big enough. Jobs that call
     BLAS run threaded only where BLAS can be held to one thread (else BLAS's own threads do it)."""
     items = list(items)
-    if len(items) < 2 or work < _PARALLEL_MIN or _WORKERS < 2 or (blas and _BLAS is None) \
+    if len(items) < 2 or work < _PARALLEL_MIN or _WORKERS < 2 or (blas and BLAS is None) \
             or getattr(_local, "worker", False):
         for it in items:
             fn(it)
@@ -106,7 +60,7 @@ def _parallel(fn, items, work: int, blas: bool = False) -> None:
         _executor = ThreadPoolExecutor(_WORKERS, "ember-numpy", initializer=_mark_worker)
     from concurrent.futures import wait
     if blas:
-        with _OneBlasThread():
+        with one_blas_thread():
             futures = [_executor.submit(fn, it) for it in items]
             wait(futures)
     else:
@@ -122,10 +76,8 @@ def _mark_worker():
 
 def _after_fork_in_child():
     # a forked child (a DataLoader worker) has none of the parent's threads: start afresh
-    global _executor, _blas_lock
+    global _executor
     _executor = None
-    _blas_lock = threading.Lock()
-    _blas_state["depth"] = 0
 
 
 if hasattr(os, "register_at_fork"):

@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..._errors import LinAlgError
+from ._blas import one_blas_thread
 from ._util import LOW_PRECISION
 
 
@@ -26,10 +27,20 @@ def _lapack(name, fn):
     return run
 
 
+# GEMMs between these sizes (in multiply-adds) run on one BLAS thread: below, OpenBLAS stays
+# single-threaded anyway; above, its threads pay off (see _blas.py for the measurements).
+_ONE_THREAD_MIN, _ONE_THREAD_MAX = 1 << 16, 1 << 26
+
+
 def _matmul(a, b):
     if a.dtype in LOW_PRECISION:  # fp32 accumulation, as PyTorch's CPU kernels do
         return np.matmul(a.astype(np.float32), b.astype(np.float32)).astype(a.dtype)
     # float32/float64 go to BLAS; integers use numpy's exact loop (wrap-around like PyTorch's)
+    if a.ndim >= 2 and b.ndim >= 2:
+        work = a.size * b.shape[-1]
+        if _ONE_THREAD_MIN <= work <= _ONE_THREAD_MAX:
+            with one_blas_thread():
+                return np.matmul(a, b)
     return np.matmul(a, b)
 
 
