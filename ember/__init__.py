@@ -68,3 +68,4 @@ from .autograd.grad_mode import (  # noqa: F401,E402
 )
 from . import optim; from .serialization import load, save  # noqa: E402,E702,F401 - ember.optim, ember.save/load
 from . import array_api  # noqa: E402,F401 - the Array API namespace; adds Tensor.__array_namespace__
+from . import amp; from .amp import autocast, get_autocast_dtype, is_autocast_enabled  # noqa: E402,E702,F401 - mixed precision

@@ -17,6 +17,8 @@ from __future__ import annotations
 import math
 
 from . import _dtype as dt
+from ._autocast_hooks import autocast_inputs, autocast_op
+from ._autocast_hooks import state as _autocast
 from ._shape import broadcast_shapes, norm_dim
 from ._tensor import Tensor, method, same_device, wrap
 
@@ -82,6 +84,8 @@ def matmul(input: Tensor, other: Tensor) -> Tensor:
     if input.__class__ is not Tensor or other.__class__ is not Tensor:
         _check_tensor(input, "matmul", "input")
         _check_tensor(other, "matmul", "other")
+    if _autocast.on:  # mixed precision: under ember.autocast products run in the low dtype
+        input, other = autocast_inputs("matmul", input, other)  # noqa: A001
     sa, sb = input._shape, other._shape
     d = input._dtype
     if d is not other._dtype or d is dt.bool:
@@ -142,6 +146,7 @@ def bmm(input: Tensor, mat2: Tensor) -> Tensor:
 
 
 @method
+@autocast_op(None)
 def mv(input: Tensor, vec: Tensor) -> Tensor:
     """Matrix times vector: ``(n, k) @ (k,) -> (n,)``."""
     _check_tensor(input, "mv", "input")
@@ -155,6 +160,7 @@ def mv(input: Tensor, vec: Tensor) -> Tensor:
 
 
 @method
+@autocast_op(None)
 def dot(input: Tensor, tensor: Tensor) -> Tensor:
     """Inner product of two 1-d tensors of the same size and dtype (a 0-d result)."""
     _check_tensor(input, "dot", "input")
@@ -268,6 +274,7 @@ def kron(input: Tensor, other: Tensor) -> Tensor:
 
 
 @method
+@autocast_op("trace")
 def trace(input: Tensor) -> Tensor:
     """Sum of the main diagonal of a matrix (integers sum to int64)."""
     if input.ndim != 2:
@@ -318,6 +325,7 @@ def _fused(op: str, input: Tensor, prod_fn, shape: tuple, operands, beta, alpha)
 
 
 @method
+@autocast_op("addmm")
 def addmm(input: Tensor, mat1: Tensor, mat2: Tensor, *, beta=1, alpha=1) -> Tensor:
     """``beta * input + alpha * (mat1 @ mat2)``; input broadcasts to the product's shape."""
     _check_all("addmm", input, mat1, mat2)
@@ -328,6 +336,7 @@ def addmm(input: Tensor, mat1: Tensor, mat2: Tensor, *, beta=1, alpha=1) -> Tens
 
 
 @method
+@autocast_op(None)
 def addmv(input: Tensor, mat: Tensor, vec: Tensor, *, beta=1, alpha=1) -> Tensor:
     """``beta * input + alpha * (mat @ vec)``."""
     _check_all("addmv", input, mat, vec)
@@ -338,6 +347,7 @@ def addmv(input: Tensor, mat: Tensor, vec: Tensor, *, beta=1, alpha=1) -> Tensor
 
 
 @method
+@autocast_op("baddbmm")
 def baddbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta=1, alpha=1) -> Tensor:
     """``beta * input + alpha * bmm(batch1, batch2)``."""
     _check_all("baddbmm", input, batch1, batch2)
@@ -348,6 +358,7 @@ def baddbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta=1, alpha=1) -
 
 
 @method
+@autocast_op("addbmm")
 def addbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta=1, alpha=1) -> Tensor:
     """``beta * input + alpha * sum_b(batch1[b] @ batch2[b])``."""
     _check_all("addbmm", input, batch1, batch2)
@@ -531,6 +542,7 @@ def slogdet(input: Tensor):
 
 
 @method
+@autocast_op("inverse")
 def inverse(input: Tensor) -> Tensor:
     """Inverse of a (batch of) square matrices: ``ember.linalg.inv``."""
     from . import linalg
@@ -545,6 +557,7 @@ def matrix_power(input: Tensor, n: int) -> Tensor:
 
 
 @method
+@autocast_op("pinverse")
 def pinverse(input: Tensor, rcond: float = 1e-15) -> Tensor:
     """Pseudo-inverse dropping singular values below ``rcond * s_max``."""
     from . import linalg

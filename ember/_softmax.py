@@ -8,6 +8,7 @@ and div, which any backend has.
 from __future__ import annotations
 
 from . import _dtype as dt
+from ._autocast_hooks import autocast_inputs
 from ._shape import norm_dim
 from ._tensor import Tensor, method, wrap
 
@@ -32,6 +33,7 @@ def softmax(input: Tensor, dim: int | None = None, dtype=None) -> Tensor:
     >>> ember.tensor([1.0, 2.0, 3.0]).softmax(0)
     tensor([0.0900, 0.2447, 0.6652])
     """
+    (input,) = autocast_inputs("softmax", input)  # noqa: A001 - ember.autocast: float32 on CUDA
     x, d = _prep(input, dim, dtype, "softmax")
     if not x.ndim:
         return (x - x).exp()
@@ -46,6 +48,7 @@ def softmax(input: Tensor, dim: int | None = None, dtype=None) -> Tensor:
 @method
 def log_softmax(input: Tensor, dim: int | None = None, dtype=None) -> Tensor:
     """x - logsumexp(x) along dim."""
+    (input,) = autocast_inputs("log_softmax", input)  # noqa: A001 - ember.autocast: float32 on CUDA
     x, d = _prep(input, dim, dtype, "log_softmax")
     if not x.ndim:
         return x - x
