@@ -14,6 +14,7 @@ import math
 import numpy as np
 
 from .. import _dtype as dt
+from .._autocast_hooks import autocast_inputs
 from .._tensor import Tensor, run, same_device
 
 __all__ = ["conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d",
@@ -129,6 +130,7 @@ def _same_padding(kernel, dilation) -> tuple[tuple[int, int], ...]:
 def _convnd(nd: int, op: str, input, weight, bias, stride, padding, dilation, groups) -> Tensor:
     _check_tensor(input, "input", op)
     _check_tensor(weight, "weight", op)
+    input, weight, bias = autocast_inputs(op, input, weight, bias)  # noqa: A001
     x, unbatched = _batched(input, nd, op)
     _check_weight(op, weight, nd, False)
     stride, dilation, groups = _geometry(op, stride, dilation, groups, nd)
@@ -209,6 +211,7 @@ def _conv_transposend(nd: int, op: str, input, weight, bias, stride, padding, ou
                       dilation) -> Tensor:
     _check_tensor(input, "input", op)
     _check_tensor(weight, "weight", op)
+    input, weight, bias = autocast_inputs(op, input, weight, bias)  # noqa: A001
     if isinstance(padding, str):
         raise TypeError(f"{op}(): argument 'padding' must be tuple of ints, not str")
     x, unbatched = _batched(input, nd, op)
