@@ -39,9 +39,25 @@ def _matmul(a, b):
     if a.ndim >= 2 and b.ndim >= 2:
         work = a.size * b.shape[-1]
         if _ONE_THREAD_MIN <= work <= _ONE_THREAD_MAX:
+            if a.ndim == 2 and b.ndim == 2 and a.shape[0] >= 64:
+                return _split_rows(a, b, work)
             with one_blas_thread():
                 return np.matmul(a, b)
     return np.matmul(a, b)
+
+
+def _split_rows(a, b, work):
+    """A mid-size 2-d GEMM as two single-threaded GEMMs on halves of the rows, run on the worker
+    threads the conv ops use: two cores without OpenBLAS's thread hand-offs."""
+    from .conv import _parallel
+    m = a.shape[0]
+    out = np.empty((m, b.shape[1]), np.result_type(a, b))
+    half = m // 2
+
+    def part(rows):
+        np.matmul(a[rows[0]:rows[1]], b, out=out[rows[0]:rows[1]])
+    _parallel(part, [(0, half), (half, m)], work, blas=True)
+    return out
 
 
 def _inv(a):

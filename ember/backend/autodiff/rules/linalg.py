@@ -28,8 +28,9 @@ def _matmul(F, g, s, n):
         g2 = F.reshape(g, gshape + (1,))
     else:
         g2 = g
-    ga = F.reshape(F.sum_to(F.matmul(g2, _mT(F, b2)), F.shape(a2)), sa)
-    gb = F.reshape(F.sum_to(F.matmul(_mT(F, a2), g2), F.shape(b2)), sb)
+    # skip the product for an input that needs no gradient (e.g. the data in x @ w)
+    ga = F.reshape(F.sum_to(F.matmul(g2, _mT(F, b2)), F.shape(a2)), sa) if n.edges[0] is not None else None
+    gb = F.reshape(F.sum_to(F.matmul(_mT(F, a2), g2), F.shape(b2)), sb) if n.edges[1] is not None else None
     return (ga, gb)
 
 
