@@ -66,6 +66,6 @@ from . import autograd, utils  # noqa: F401,E402
 from .autograd.grad_mode import (  # noqa: F401,E402
     enable_grad, inference_mode, is_grad_enabled, is_inference_mode_enabled, no_grad, set_grad_enabled,
 )
-from . import optim; from .serialization import load, save  # noqa: E402,E702,F401 - ember.optim, ember.save/load
 from . import array_api  # noqa: E402,F401 - the Array API namespace; adds Tensor.__array_namespace__
+from . import optim; from .serialization import load, save  # noqa: E402,E702,F401 - ember.optim, ember.save/load
 from . import amp; from .amp import autocast, get_autocast_dtype, is_autocast_enabled  # noqa: E402,E702,F401 - mixed precision

@@ -133,17 +133,19 @@ OPS: dict[str, str] = {
     "histc": "(x) bins, min, max",
 }
 from .ops_conv import OPS as _CONV_OPS  # noqa: E402 - conv/pool family
+from .ops_nn import COMPOSITES as _NN_COMPOSITES  # noqa: E402
 from .ops_nn import OPS as _NN_OPS  # noqa: E402 - norms, attention, activations, interpolation
 
 OPS.update(_CONV_OPS)
 OPS.update(_NN_OPS)
-PRIMITIVES = frozenset(OPS)
 
 # Composite ops have frontend decompositions; a backend may implement them for speed.
 COMPOSITES = frozenset({
     "softmax", "log_softmax", "logsumexp", "lerp", "logaddexp", "xlogy", "norm_affine", "rms_norm",
     "scaled_dot_product_attention",
 })
+COMPOSITES = COMPOSITES | _NN_COMPOSITES  # optional nn ops: the frontend decomposes them otherwise
+PRIMITIVES = frozenset(OPS) - COMPOSITES  # what a new backend must implement
 # Ops whose result shapes depend on the data: the backend tells the shapes after running.
 DYNAMIC_SHAPE = frozenset({"nonzero", "masked_select", "unique", "unique_consecutive"})
 

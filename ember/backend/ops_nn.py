@@ -1,9 +1,11 @@
 """Catalogue entries for the nn family of backend ops (merged into base.OPS).
 
 Every op here is optional for a backend: the frontend (``ember/nn``) asks ``supports(op)`` and
-otherwise decomposes into primitives, so the set is listed in :data:`COMPOSITES` too. The numpy
-backend implements them because one fused pass is faster (and, for attention, needs less memory).
-Inputs written ``w?`` may be None.
+otherwise decomposes into primitives, and the ``*_backward`` ops are used by the gradient rules only
+when present (they have no rules themselves, so double backward takes the rules' composite path).
+The set is listed in :data:`COMPOSITES` for that reason. The numpy backend implements them because
+a fused, threaded pass is faster (and, for attention, needs less memory). Inputs written ``w?``
+may be None.
 """
 
 OPS: dict[str, str] = {
@@ -29,6 +31,18 @@ OPS: dict[str, str] = {
                    "+ bias with the mean and biased variance over dim (kept as size-1 dims, x's dtype); "
                    "weight/bias broadcast against x; mean/var carry no gradient",
     "rms_norm": "(x, weight?) dim, eps -> x / sqrt(mean(x², dim) + eps) * weight",
+    "norm_affine_backward": "(x, weight?, grad) dim, eps, bias_shape (None: no bias) -> (grad_x, grad_weight?, "
+                            "grad_bias?) of norm_affine's y; first-order only",
+    "rms_norm_backward": "(x, weight?, grad) dim, eps -> (grad_x, grad_weight?); first-order only",
+    "scaled_dot_product_attention_backward": "(q, k, v, mask?, out, grad) scale, is_causal -> (grad_q, grad_k, "
+                                             "grad_v, grad_mask?) in the broadcast batch shape; grad_mask None "
+                                             "unless the mask is float (then summed over batch entries that "
+                                             "share the mask); first-order only: autodiff uses the composite "
+                                             "formula when recording a graph",
+    # resampling
+    "resample_taps": "(x, idx, w) dim -> sum_k w[k] * x.index_select(dim, idx[k]): 1-d interpolation along dim "
+                     "with K taps per output position; idx int64 and w (x's dtype) of shape (K, n_out); idx and w "
+                     "carry no gradient",
     # attention
     "scaled_dot_product_attention": "(q, k, v, mask?) scale, is_causal -> softmax(q kᵀ scale + mask) v over the "
                                     "last two dims; batch dims broadcast; mask bool (True = attend) or additive "

@@ -13,7 +13,7 @@ from ._activation import *  # noqa: F401,F403
 from ._attention import *  # noqa: F401,F403
 from ._conv import *  # noqa: F401,F403
 from ._embedding import *  # noqa: F401,F403
+from ._loss import *  # noqa: F401,F403
 from ._norm import *  # noqa: F401,F403
 from ._pool import *  # noqa: F401,F403
 from ._sampling import *  # noqa: F401,F403
-from ._loss import *  # noqa: F401,F403
