@@ -378,13 +378,12 @@ Tensor.new_full = lambda self, size, fill_value, dtype=None, device=None, requir
 @method
 def copy_(self: Tensor, src, non_blocking: bool = False) -> Tensor:
     """Copy ``src`` (broadcast, converted to this dtype and device) into this tensor."""
-    from ._elementwise import _bump, assign_, cast
+    from ._elementwise import assign_, cast
     if isinstance(src, Tensor):
         if src._device is not self._device:
             src = src.to(self._device)
         src = cast(src, self._dtype)
     assign_(self, src)
-    _bump(self)
     return self
 
 
@@ -396,9 +395,8 @@ def fill_(self: Tensor, value) -> Tensor:
             raise RuntimeError(f"fill_ only supports 0-dimension value tensor but got tensor with "
                                f"{len(value._shape)} dimensions")
         value = value.item()
-    from ._elementwise import _bump, assign_
+    from ._elementwise import assign_
     assign_(self, _py(value, self._dtype, "fill_"))
-    _bump(self)
     return self
 
 

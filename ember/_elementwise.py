@@ -217,7 +217,6 @@ def _inplace(op: str, kind: int):
             self._h = _write(backend, op + "_", (self._h, o))
         else:
             assign_(self, fn_out(self, other))
-        _bump(self)
         return self
     fn.__name__ = op + "_"
     return fn
@@ -232,7 +231,6 @@ def _inplace_of(fn, name: str):
         r = fn(src, *args, **kwargs)
         _check_inplace(name, self, r._dtype, r)
         assign_(self, r)
-        _bump(self)
         return self
     inplace.__name__ = name
     inplace.__doc__ = f"In-place {fn.__name__}: writes the result into self."
@@ -250,15 +248,6 @@ def _write(backend, op, inputs, attrs=_EMPTY):
         raise
 
 
-def _bump(t: Tensor):
-    """Tell autodiff (if present) that ``t`` was modified in place."""
-    hook = _INPLACE_HOOKS
-    if hook:
-        for h in hook:
-            h(t)
-
-
-_INPLACE_HOOKS: list = []
 
 
 def assign_(dst: Tensor, src) -> Tensor:

@@ -14,7 +14,7 @@ import numpy as np
 
 from . import _dtype as dt
 from ._creation import _py
-from ._elementwise import _bump, _write, assign_, cast, tracks_grad
+from ._elementwise import _write, assign_, cast, tracks_grad
 from ._errors import IndexOutOfRange
 from ._shape import broadcast_shapes, norm_dim
 from ._tensor import Tensor, method, run, same_device, wrap
@@ -293,7 +293,6 @@ def setitem(self: Tensor, key, value) -> None:
     value = _value_for(self, value, "setitem")
     if not adv:
         assign_(view, value)
-        _bump(self)
         return
     shape = _advanced_shape(view, adv)
     if isinstance(value, Tensor) and broadcast_shapes(shape, value._shape) != shape:
@@ -327,7 +326,6 @@ def index_put_(self: Tensor, indices, values: Tensor, accumulate: bool = False) 
     view, adv = _parse(self, indices)
     if not adv:
         assign_(view, view + values if accumulate else values)
-        _bump(self)
         return self
     shape = _advanced_shape(view, adv)
     if broadcast_shapes(shape, values._shape) != shape:
@@ -429,7 +427,6 @@ def masked_fill_(input: Tensor, mask: Tensor, value) -> Tensor:
         raise RuntimeError(f"masked_fill_: mask of shape {list(mask._shape)} can't be broadcast to the input's "
                            f"shape {list(input._shape)}")
     assign_(input, masked_fill(input, mask, value))
-    _bump(input)
     return input
 
 
@@ -547,7 +544,6 @@ def scatter(input: Tensor, dim: int, index: Tensor, src=None, *, value=None, red
 def scatter_(input: Tensor, dim: int, index: Tensor, src=None, *, value=None, reduce: str | None = None) -> Tensor:
     """In-place scatter."""
     assign_(input, scatter(input, dim, index, src, value=value, reduce=reduce))
-    _bump(input)
     return input
 
 
@@ -561,7 +557,6 @@ def scatter_add(input: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
 def scatter_add_(input: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
     """In-place scatter_add."""
     assign_(input, scatter_add(input, dim, index, src))
-    _bump(input)
     return input
 
 
@@ -600,7 +595,6 @@ def scatter_reduce_(input: Tensor, dim: int, index: Tensor, src: Tensor, reduce:
     # its gradient needs the old input (PyTorch saves a copy of it too), which the write destroys
     old = input.clone() if tracks_grad(input, src) else input
     assign_(input, scatter_reduce(old, dim, index, src, reduce, include_self=include_self))
-    _bump(input)
     return input
 
 
@@ -661,7 +655,6 @@ def index_add(input: Tensor, dim: int, index: Tensor, source: Tensor, *, alpha=1
 def index_add_(input: Tensor, dim: int, index: Tensor, source: Tensor, *, alpha=1) -> Tensor:
     """In-place index_add."""
     assign_(input, index_add(input, dim, index, source, alpha=alpha))
-    _bump(input)
     return input
 
 
@@ -685,7 +678,6 @@ def index_copy(input: Tensor, dim: int, index: Tensor, source: Tensor) -> Tensor
 def index_copy_(input: Tensor, dim: int, index: Tensor, source: Tensor) -> Tensor:
     """In-place index_copy."""
     assign_(input, index_copy(input, dim, index, source))
-    _bump(input)
     return input
 
 
@@ -712,7 +704,6 @@ def index_fill(input: Tensor, dim: int, index: Tensor, value) -> Tensor:
 def index_fill_(input: Tensor, dim: int, index: Tensor, value) -> Tensor:
     """In-place index_fill."""
     assign_(input, index_fill(input, dim, index, value))
-    _bump(input)
     return input
 
 

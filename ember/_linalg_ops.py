@@ -387,13 +387,12 @@ def addr(input: Tensor, vec1: Tensor, vec2: Tensor, *, beta=1, alpha=1) -> Tenso
 
 def _inplace(fn):
     def op_(self: Tensor, *args, **kw) -> Tensor:
-        from ._elementwise import _bump, assign_
+        from ._elementwise import assign_
         out = fn(self, *args, **kw)
         if out._shape != self._shape:
             raise RuntimeError(f"{fn.__name__}_: the result of shape {list(out._shape)} doesn't fit the "
                                f"tensor of shape {list(self._shape)}")
         assign_(self, out)
-        _bump(self)
         return self
     op_.__name__ = fn.__name__ + "_"
     return op_

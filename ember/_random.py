@@ -565,9 +565,8 @@ def poisson(input: Tensor, generator: Generator | None = None) -> Tensor:  # noq
 # ---- in-place Tensor methods -------------------------------------------------------------------------
 def _fill_from(self: Tensor, values: Tensor) -> Tensor:
     """Write freshly drawn ``values`` (self's shape) into self, converting to self's dtype."""
-    from ._elementwise import _bump, assign_, cast
+    from ._elementwise import assign_, cast
     assign_(self, cast(values, self._dtype))
-    _bump(self)
     return self
 
 

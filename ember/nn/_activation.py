@@ -16,7 +16,7 @@ import math
 import warnings
 
 from .. import _dtype as dt
-from .._elementwise import _bump, _write, assign_, tracks_grad
+from .._elementwise import _write, assign_, tracks_grad
 from .._tensor import Tensor, method, wrap
 
 __all__ = [
@@ -74,14 +74,12 @@ def _write_back(op: str, x: Tensor, attrs: dict, composite) -> Tensor:
         x._h = _write(b, op + "_", (x._h,), attrs)
     else:
         assign_(x, _unary(op, _source(x), attrs, composite))
-    _bump(x)
     return x
 
 
 def _inplace(x: Tensor, fn) -> Tensor:
     """Write ``fn(x)`` into x (the ``inplace=True`` form of a decomposed activation)."""
     assign_(x, fn(_source(x)))
-    _bump(x)
     return x
 
 
