@@ -10,7 +10,6 @@ from __future__ import annotations
 import numpy as np
 
 from ..._errors import LinAlgError
-from ._blas import one_blas_thread
 from ._util import LOW_PRECISION
 
 
@@ -27,37 +26,13 @@ def _lapack(name, fn):
     return run
 
 
-# GEMMs between these sizes (in multiply-adds) run on one BLAS thread: below, OpenBLAS stays
-# single-threaded anyway; above, its threads pay off (see _blas.py for the measurements).
-_ONE_THREAD_MIN, _ONE_THREAD_MAX = 1 << 16, 1 << 26
-
-
 def _matmul(a, b):
     if a.dtype in LOW_PRECISION:  # fp32 accumulation, as PyTorch's CPU kernels do
         return np.matmul(a.astype(np.float32), b.astype(np.float32)).astype(a.dtype)
-    # float32/float64 go to BLAS; integers use numpy's exact loop (wrap-around like PyTorch's)
-    if a.ndim >= 2 and b.ndim >= 2:
-        work = a.size * b.shape[-1]
-        if _ONE_THREAD_MIN <= work <= _ONE_THREAD_MAX:
-            if a.ndim == 2 and b.ndim == 2 and a.shape[0] >= 64:
-                return _split_rows(a, b, work)
-            with one_blas_thread():
-                return np.matmul(a, b)
+    # float32/float64 go to BLAS with its own threads (on a quiet machine that beat splitting the
+    # rows over two single-threaded GEMMs by 1.3-1.6x for an MLP step); integers use numpy's exact
+    # loop (wrap-around like PyTorch's)
     return np.matmul(a, b)
-
-
-def _split_rows(a, b, work):
-    """A mid-size 2-d GEMM as two single-threaded GEMMs on halves of the rows, run on the worker
-    threads the conv ops use: two cores without OpenBLAS's thread hand-offs."""
-    from .conv import _parallel
-    m = a.shape[0]
-    out = np.empty((m, b.shape[1]), np.result_type(a, b))
-    half = m // 2
-
-    def part(rows):
-        np.matmul(a[rows[0]:rows[1]], b, out=out[rows[0]:rows[1]])
-    _parallel(part, [(0, half), (half, m)], work, blas=True)
-    return out
 
 
 def _inv(a):
