@@ -40,6 +40,20 @@ class Identity(Module):
     def forward(self, input: Tensor) -> Tensor:
         return input
 
+def _delete_and_renumber(modules: OrderedDict, idx, kind: str) -> None:
+    """Delete entries by index or slice, then renumber so keys stay "0".."n-1" (as PyTorch does)."""
+    keys = list(modules)
+    if isinstance(idx, slice):
+        for k in keys[idx]:
+            del modules[k]
+    else:
+        del modules[keys[_index(idx, len(keys), kind)]]
+    items = list(modules.values())
+    modules.clear()
+    for i, m in enumerate(items):
+        modules[str(i)] = m
+
+
 
 class Sequential(Module):
     """Modules called in order, each on the previous one's output.
@@ -74,17 +88,7 @@ class Sequential(Module):
         setattr(self, key, module)
 
     def __delitem__(self, idx) -> None:
-        keys = list(self._modules)
-        if isinstance(idx, slice):
-            for k in keys[idx]:
-                del self._modules[k]
-        else:
-            del self._modules[keys[_index(idx, len(self), "Sequential")]]
-        # renumber so that keys stay "0".."n-1" (PyTorch does the same)
-        items = list(self._modules.values())
-        self._modules.clear()
-        for i, m in enumerate(items):
-            self._modules[str(i)] = m
+        _delete_and_renumber(self._modules, idx, "Sequential")
 
     def __len__(self) -> int:
         return len(self._modules)
@@ -191,16 +195,7 @@ class ModuleList(Module):
         setattr(self, str(_index(idx, len(self), "ModuleList")), module)
 
     def __delitem__(self, idx) -> None:
-        keys = list(self._modules)
-        if isinstance(idx, slice):
-            for k in keys[idx]:
-                del self._modules[k]
-        else:
-            del self._modules[keys[_index(idx, len(self), "ModuleList")]]
-        items = list(self._modules.values())
-        self._modules.clear()
-        for i, m in enumerate(items):
-            self._modules[str(i)] = m
+        _delete_and_renumber(self._modules, idx, "ModuleList")
 
     def __len__(self) -> int:
         return len(self._modules)
