@@ -482,16 +482,22 @@ def _max_pool_values(x, *, kernel_size, stride, padding, dilation):
     return vals.astype(dt, copy=False)
 
 
-def _max_pool_backward(g, idx, *, input_size):
-    """Sum of ``g`` at the flat per-plane positions ``idx``: the gradient of a max pool."""
+def _max_pool_backward(g, idx, *, input_size, disjoint=False):
+    """Sum of ``g`` at the flat per-plane positions ``idx``: the gradient of a max pool. With
+    ``disjoint`` windows (stride at least the dilated kernel) no position is hit twice, so a plain
+    scatter replaces the (several times slower) accumulating bincount."""
     N, C = g.shape[:2]
     L = math.prod(input_size)
     out_dt = g.dtype
     if g.size == 0 or L == 0:
         return np.zeros((N, C) + tuple(input_size), out_dt)
     planes = N * C
-    flat = (idx.reshape(planes, -1) + (np.arange(planes, dtype=np.int64) * L)[:, None]).reshape(-1)
-    r = np.bincount(flat, weights=g.reshape(-1).astype(np.float64, copy=False), minlength=planes * L)
+    flat = idx.reshape(planes, -1) + (np.arange(planes, dtype=np.int64) * L)[:, None]
+    if disjoint:
+        r = np.zeros(planes * L, out_dt)
+        r[flat.reshape(-1)] = g.reshape(-1)
+        return r.reshape((N, C) + tuple(input_size))
+    r = np.bincount(flat.reshape(-1), weights=g.reshape(-1).astype(np.float64, copy=False), minlength=planes * L)
     return r.astype(out_dt, copy=False).reshape((N, C) + tuple(input_size))
 
 
