@@ -107,8 +107,25 @@ def _cast(x, dtype):
     return x.astype(target)
 
 
+_SELECT_MIN = 1 << 14
+_BITS = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
+
+
 def _where(cond, x, y):
-    return np.where(cond, x, y)
+    # np.where branches per element, so a random condition (a ReLU mask) costs it ~4x a plain
+    # arithmetic pass. For big arrays select on the bits instead: y ^ ((x ^ y) & -cond), exact for
+    # every value including NaN and -0.0.
+    out_dt = np.result_type(x, y)
+    size = max(np.size(cond), np.size(x), np.size(y))
+    bits = _BITS.get(out_dt.itemsize)
+    if size < _SELECT_MIN or bits is None or out_dt.kind not in "fiub":
+        return np.where(cond, x, y)
+    xb = np.asarray(x, out_dt).view(bits)
+    yb = np.asarray(y, out_dt).view(bits)
+    mask = np.negative(np.asarray(cond).astype(bits))  # all ones where cond, else zero
+    r = np.bitwise_and(np.bitwise_xor(xb, yb), mask)
+    r ^= yb
+    return r.view(out_dt)
 
 
 def _clamp(x, lo, hi):

@@ -280,6 +280,40 @@ def _trailing_rows(x, dims, *params):
     return (x.size // width if width else 0), width, vecs
 
 
+def _channel_layout(x, dims, *params):
+    """(N, C, L, params as C-vectors) when the statistics are per channel (every dim but dim 1, as
+    in batch norm), x is C-contiguous and each param (or None) varies along dim 1 only: then the op
+    works on x.reshape(N, C, L) with sums along the contiguous L first. None otherwise."""
+    if x.ndim < 2 or tuple(dims) != (0,) + tuple(range(2, x.ndim)) or not x.flags.c_contiguous:
+        return None
+    C = x.shape[1]
+    vecs = []
+    for p in params:
+        if p is None:
+            vecs.append(None)
+            continue
+        full = (1,) * (x.ndim - p.ndim) + p.shape
+        if p.ndim > x.ndim or any(n != 1 for i, n in enumerate(full) if i != 1):
+            return None
+        vecs.append(np.broadcast_to(p.reshape(-1), (C,)))
+    return x.shape[0], C, math.prod(x.shape[2:]), vecs
+
+
+def _channel_sum(a3):
+    """Per-channel sums of an (N, C, L) array: pairwise along L (numpy's accurate sum), then over N."""
+    return a3.sum(axis=2).sum(axis=0)
+
+
+def _channel_stats(x3, eps):
+    """(centred x, mean, biased var, 1/sqrt(var + eps)) per channel of an (N, C, L) array."""
+    n = x3.dtype.type(x3.shape[0] * x3.shape[2])
+    mean = _channel_sum(x3) / n
+    xc = x3 - mean[:, None]
+    var = _channel_sum(np.square(xc)) / n
+    rstd = 1 / np.sqrt(var + x3.dtype.type(eps))
+    return xc, mean, var, rstd
+
+
 def _row_blocks(rows: int, width: int):
     return _spans(rows, width) if rows * width >= _PARALLEL_MIN else [(0, rows)]
 
@@ -326,6 +360,15 @@ def _norm_affine(x, weight, bias, dim, eps):
         _run_all([lambda r0=r0, r1=r1: _norm_rows(x2[r0:r1], w, b, eps, y2[r0:r1], mean[r0:r1], var[r0:r1])
                   for r0, r1 in _row_blocks(rows, width)])
         return y, mean.reshape(stat_shape), var.reshape(stat_shape)
+    chan = _channel_layout(x, axes, weight, bias)
+    if chan is not None:  # batch norm: per-channel statistics, no strided multi-axis reductions
+        N, C, L, (w, b) = chan
+        xc, mean, var, rstd = _channel_stats(_work(x).reshape(N, C, L), eps)
+        xc *= (rstd if w is None else rstd * _work(w))[:, None]
+        if b is not None:
+            xc += _work(b)[:, None]
+        return (xc.reshape(x.shape).astype(d, copy=False), mean.reshape(stat_shape).astype(d, copy=False),
+                var.reshape(stat_shape).astype(d, copy=False))
     xw = _work(x)
     mean = np.mean(xw, axis=axes, keepdims=True)
     xc = np.subtract(xw, mean)
@@ -432,6 +475,9 @@ def _norm_affine_backward(x, weight, grad, dim, eps, bias_shape):
         gw = None if weight is None else _sum_to(sum(t[0] for t in sums).reshape(tail), weight.shape)
         gb = None if bias_shape is None else _sum_to(sum(t[1] for t in sums).reshape(tail), bias_shape)
         return (gx, None if gw is None else gw.astype(weight.dtype), None if gb is None else gb.astype(d))
+    chan = _channel_layout(x, axes, weight) if grad.flags.c_contiguous else None
+    if chan is not None:
+        return _channel_norm_backward(x, weight, grad, eps, bias_shape, chan)
     xw, gw_ = _work(x), _work(grad)
     n = xw.dtype.type(math.prod(x.shape[i] for i in axes))
     m = np.mean(xw, axis=axes, keepdims=True)
@@ -448,6 +494,25 @@ def _norm_affine_backward(x, weight, grad, dim, eps, bias_shape):
     gb = None if bias_shape is None else _sum_to(gw_, bias_shape).astype(d)
     gx = (gxhat - a - xhat * b) * r
     return gx.astype(d, copy=False), gw, gb
+
+
+def _channel_norm_backward(x, weight, grad, eps, bias_shape, chan):
+    """norm_affine_backward for per-channel statistics (batch norm) on (N, C, L) views:
+    gx = w·rstd·(g - mean(g) - x̂·mean(g·x̂)), gw = Σ g·x̂, gb = Σ g, each channel's sums along L first."""
+    N, C, L, (w,) = chan
+    d = x.dtype
+    g3 = _work(grad).reshape(N, C, L)
+    xc, _, _, rstd = _channel_stats(_work(x).reshape(N, C, L), eps)
+    n = xc.dtype.type(N * L)
+    gsum = _channel_sum(g3)
+    dot = _channel_sum(g3 * xc)  # Σ g·(x - mean) = Σ g·x̂ / rstd
+    xc *= (dot * rstd * rstd / n)[:, None]
+    gx = np.subtract(g3, xc, out=xc)
+    gx -= (gsum / n)[:, None]
+    gx *= (rstd if w is None else rstd * _work(w))[:, None]
+    gw = None if weight is None else (dot * rstd).reshape(weight.shape).astype(weight.dtype)
+    gb = None if bias_shape is None else gsum.reshape(bias_shape).astype(d)
+    return gx.reshape(x.shape).astype(d, copy=False), gw, gb
 
 
 def _rms_rows_backward(x2, w, g2, eps, gx2, sums):
