@@ -69,3 +69,14 @@ from .autograd.grad_mode import (  # noqa: F401,E402
 from . import array_api  # noqa: E402,F401 - the Array API namespace; adds Tensor.__array_namespace__
 from . import optim; from .serialization import load, save  # noqa: E402,E702,F401 - ember.optim, ember.save/load
 from . import amp; from .amp import autocast, get_autocast_dtype, is_autocast_enabled  # noqa: E402,E702,F401 - mixed precision
+
+# Packages with heavier imports (worker processes, file formats, models, kernels) load on first use:
+# `ember.data.DataLoader` works after a plain `import ember`, which itself stays fast.
+_LAZY_PACKAGES = ("data", "train", "store", "models", "cube", "onnx")
+
+
+def __getattr__(name: str):
+    if name in _LAZY_PACKAGES:
+        import importlib
+        return importlib.import_module(f"{__name__}.{name}")
+    raise AttributeError(f"module 'ember' has no attribute {name!r}")
