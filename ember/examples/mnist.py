@@ -158,6 +158,7 @@ def build(args: argparse.Namespace):
     learner = Learner(model, optimizer, nn.CrossEntropyLoss(), train_loader, val_loader, epochs=args.epochs,
                       scheduler=scheduler, scheduler_step="step", metrics=("accuracy",),
                       checkpoint_dir=os.path.join(args.out, "checkpoints"), checkpoint_every_epochs=1,
+                      checkpoint_every_steps=20,
                       monitor="val_accuracy", mode="max", log_dir=args.out,
                       dashboard=None if args.dashboard == "none" else args.dashboard, seed=args.seed)
     return learner, model
@@ -191,9 +192,12 @@ def main(argv: list[str] | None = None) -> int:
     path = os.path.join(args.out, MODEL_FILE)
     save_model(model, path)
     acc = history["val_accuracy"]
-    stopped = " (stopped early)" if learner.state.stop_requested else ""
-    print(f"trained {len(acc)} epochs in {elapsed:.1f} s{stopped}: validation accuracy {acc[-1]:.2%} "
-          f"(best {max(acc):.2%}) on 1,000 held-out digits")
+    stopped = " (stopped on request; `ember train --resume` continues)" if learner.state.stop_requested else ""
+    if acc:
+        print(f"trained {len(acc)} epochs in {elapsed:.1f} s{stopped}: validation accuracy {acc[-1]:.2%} "
+              f"(best {max(acc):.2%}) on 1,000 held-out digits")
+    else:
+        print(f"stopped after {learner.state.step} steps, before the first epoch ended{stopped}")
     print(f"model saved to {path}; classify an image with: ember predict {path} digit.png")
     return 0
 
