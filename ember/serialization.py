@@ -44,8 +44,6 @@ import io
 import json
 import math
 import os
-import struct
-import tempfile
 from collections import OrderedDict
 from typing import Any
 
@@ -55,18 +53,16 @@ from . import _dtype as dt
 from ._device import Device
 from ._device import device as _device
 from ._tensor import Tensor
+from .store.errors import SerializationError
+from .store.safetensors import EMBER_CODES as _CODES
+from .store.safetensors import array_from, atomic_write, encode, header_length, parse_header, tensor_bytes, to_host
 
 __all__ = ["save", "load", "SerializationError"]
 
 FORMAT_VERSION = "1"
-_MAX_HEADER = 100_000_000  # the safetensors limit on header size
-_CODES = {dt.float64: "F64", dt.float32: "F32", dt.float16: "F16", dt.bfloat16: "BF16", dt.int64: "I64",
-          dt.int32: "I32", dt.int16: "I16", dt.int8: "I8", dt.uint8: "U8", dt.bool: "BOOL"}
 _FROM_CODE = {c: d for d, c in _CODES.items()}
-
-
-class SerializationError(RuntimeError):
-    """A file that is not a valid ember/safetensors file: truncated, corrupted or tampered with."""
+_EMBER_SIZES = {c: d.itemsize for c, d in _FROM_CODE.items()}  # the dtype codes ember.load accepts
+# SerializationError (a RuntimeError) lives in ember.store.errors, shared with ember.store's readers
 
 
 # ---- saving -------------------------------------------------------------------------------------
@@ -140,10 +136,7 @@ def _join(path: str, key) -> str:
 
 
 def _tensor_bytes(t: Tensor) -> tuple[str, list[int], bytes]:
-    a = np.ascontiguousarray(t.detach().numpy(force=True))
-    if a.dtype.byteorder == ">":
-        a = a.astype(a.dtype.newbyteorder("<"))
-    return _CODES[t.dtype], list(t.shape), a.tobytes()
+    return tensor_bytes(t)
 
 
 def _digest(entries: dict, structure: str, chunks) -> str:
@@ -168,9 +161,7 @@ def _serialize(obj) -> list[bytes]:
         at += len(data)
     meta = {"format": "ember", "ember.version": FORMAT_VERSION, "ember.structure": structure,
             "ember.sha256": _digest(entries, structure, chunks)}
-    header = json.dumps({**entries, "__metadata__": meta}, separators=(",", ":")).encode("utf-8")
-    header += b" " * (-len(header) % 8)  # align the data region to 8 bytes, as safetensors writers do
-    return [struct.pack("<Q", len(header)), header, *chunks]
+    return encode(((name, e["dtype"], e["shape"], c) for (name, e), c in zip(entries.items(), chunks)), meta)
 
 
 def save(obj, f, *, _fsync: bool = True) -> None:
@@ -185,98 +176,29 @@ def save(obj, f, *, _fsync: bool = True) -> None:
         for p in parts:
             f.write(p)
         return
-    path = os.fspath(f)
-    directory = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", suffix=".tmp", dir=directory)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            for p in parts:
-                fh.write(p)
-            fh.flush()
-            if _fsync:
-                os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-    if _fsync and hasattr(os, "O_DIRECTORY"):  # make the rename itself durable
-        dfd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
-        try:
-            os.fsync(dfd)
-        finally:
-            os.close(dfd)
+    atomic_write(f, parts, fsync=_fsync)
 
 
 # ---- loading ------------------------------------------------------------------------------------
 def _bad(msg: str, where: str) -> SerializationError:
-    return SerializationError(f"ember.load({where}): {msg}")
+    return SerializationError(msg, path=f"ember.load({where})")
 
 
 def _parse(buf: bytes, where: str) -> tuple[dict, dict, memoryview]:
-    """Validate the container: (tensor entries, metadata, data region)."""
+    """Validate the container (the checks ember.store's safetensors reader makes): (tensor entries,
+    metadata, data region)."""
     size = len(buf)
-    if size < 8:
-        raise _bad(f"file is truncated: {size} bytes, less than the 8-byte header length field", where)
-    (n,) = struct.unpack("<Q", buf[:8])
-    if n > _MAX_HEADER or n > size - 8:
-        raise _bad(f"bad header length {n} for a file of {size} bytes (truncated or not a safetensors file)", where)
-    try:
-        header = json.loads(bytes(buf[8:8 + n]).decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise _bad(f"the header is not valid JSON ({e}); the file is corrupted or was modified", where) from None
-    if not isinstance(header, dict):
-        raise _bad("the header is not a JSON object", where)
-    meta = header.pop("__metadata__", None) or {}
-    if not isinstance(meta, dict) or not all(isinstance(v, str) for v in meta.values()):
-        raise _bad("__metadata__ must map strings to strings", where)
-    data = memoryview(buf)[8 + n:]
-    spans = []
-    for name, e in header.items():
-        if not isinstance(e, dict) or set(e) != {"dtype", "shape", "data_offsets"}:
-            raise _bad(f"tensor {name!r}: entry must have exactly dtype, shape and data_offsets", where)
-        code, shape, offs = e["dtype"], e["shape"], e["data_offsets"]
-        if code not in _FROM_CODE:
-            raise _bad(f"tensor {name!r}: unsupported dtype {code!r} (known: {', '.join(_FROM_CODE)})", where)
-        if not isinstance(shape, list) or not all(isinstance(s, int) and not isinstance(s, bool) and s >= 0
-                                                  for s in shape):
-            raise _bad(f"tensor {name!r}: shape must be a list of non-negative integers, got {shape!r}", where)
-        if (not isinstance(offs, list) or len(offs) != 2 or not all(isinstance(o, int) for o in offs)
-                or not 0 <= offs[0] <= offs[1]):
-            raise _bad(f"tensor {name!r}: data_offsets must be [begin, end] with 0 <= begin <= end, got {offs!r}",
-                       where)
-        need = math.prod(shape) * _FROM_CODE[code].itemsize
-        if offs[1] - offs[0] != need:
-            raise _bad(f"tensor {name!r}: wrong byte count: data_offsets {offs} hold {offs[1] - offs[0]} bytes but "
-                       f"shape {shape} of {code} needs {need}", where)
-        spans.append((offs[0], offs[1], name))
-    spans.sort()
-    at = 0
-    for begin, end, name in spans:
-        if begin != at:
-            raise _bad(f"tensor {name!r} starts at byte {begin} of the data but the previous tensor ends at {at} "
-                       "(gap or overlap)", where)
-        at = end
-    if at > len(data):
-        raise _bad(f"file is truncated: the header describes {at} bytes of tensor data but only {len(data)} "
-                   "follow it", where)
-    if at < len(data):
-        raise _bad(f"{len(data) - at} unexpected bytes after the tensor data", where)
-    return header, meta, data
+    at = f"ember.load({where})"
+    n = header_length(bytes(buf[:8]), size, at)
+    header, meta = parse_header(bytes(buf[8:8 + n]), size - 8 - n, at, codes=_EMBER_SIZES)
+    return header, meta or {}, memoryview(buf)[8 + n:]
 
 
-def _to_tensor(entry: dict, data: memoryview, dev: Device) -> Tensor:
+def _to_tensor(name: str, entry: dict, data: memoryview, dev: Device, where: str) -> Tensor:
     from ._creation import _from_host
-    d = _FROM_CODE[entry["dtype"]]
-    begin, end = entry["data_offsets"]
-    np_dtype = np.dtype(d.np).newbyteorder("<")
-    a = np.frombuffer(data[begin:end], dtype=np_dtype).reshape(entry["shape"])
-    a = a.astype(np.dtype(d.np), copy=True)  # own, writable, native-order memory
-    if d is dt.bool and a.size and not np.isin(a.view(np.uint8), (0, 1)).all():
-        raise SerializationError("ember.load: a BOOL tensor holds bytes other than 0 and 1")
-    return _from_host(a, d, dev)
+    at = f"ember.load({where})"
+    a = to_host(array_from(data, 0, entry, at, name), entry["dtype"], at, name)
+    return _from_host(a, _FROM_CODE[entry["dtype"]], dev)
 
 
 class _Reader:
@@ -349,7 +271,7 @@ def load(f, map_location=None, *, weights_only: bool = True, mmap=None) -> Any:
         chunks = [data[e["data_offsets"][0]:e["data_offsets"][1]] for _, e in order]
         if _digest(header, structure or "", chunks) != digest:
             raise _bad("checksum mismatch: the file was modified or corrupted after it was written", where)
-    tensors = {name: _to_tensor(e, data, dev) for name, e in header.items()}
+    tensors = {name: _to_tensor(name, e, data, dev, where) for name, e in header.items()}
     if structure is None:
         return tensors
     try:
