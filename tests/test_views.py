@@ -257,3 +257,11 @@ def test_error_messages_name_the_op_and_shapes():
         ember.zeros(3).expand(4)
     with pytest.raises(RuntimeError, match=r"\[3, 4\].*12|12.*\[5\]|invalid for input of size 12"):
         ember.zeros(3, 4).view(5)
+
+
+def test_as_strided_on_a_dtype_view_of_a_byte_buffer():
+    # storage offsets and strides count elements of the tensor's dtype, not of the buffer's
+    raw = np.arange(16, dtype=np.float32).tobytes()
+    t = ember.from_numpy(np.frombuffer(raw, np.uint8).copy().view(np.float32))
+    ref = torch.arange(16, dtype=torch.float32)
+    assert t.as_strided((2, 2), (4, 2), 1).tolist() == ref.as_strided((2, 2), (4, 2), 1).tolist()

@@ -66,6 +66,11 @@ def _as_strided(x, size, stride, storage_offset):
     root = _root(x)
     if not root.flags.c_contiguous:
         raise RuntimeError("as_strided: the tensor's storage is not a contiguous buffer")
+    if root.dtype != x.dtype:  # x is a dtype view of its buffer (e.g. bytes read from a file): index in x's units
+        if root.nbytes % x.itemsize:
+            raise RuntimeError(f"as_strided: the storage holds {root.nbytes} bytes, not a whole number of "
+                               f"{x.dtype} elements")
+        root = root.reshape(-1).view(x.dtype)
     item = x.itemsize
     return _strided_view(root, tuple(size), tuple(st * item for st in stride), storage_offset * item,
                          lambda: root.reshape(-1)[storage_offset:])
