@@ -1,0 +1,164 @@
+"""The CUDA target. Without CuPy and a GPU, every kernel of the cube tests is still rendered to CUDA C and
+checked by the host C++ compiler against stub declarations of CUDA's built-ins (syntax and types); with
+them, CuPy arrays launch directly and the other test files run their kernels on "cuda" too."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+
+import ml_dtypes
+import numpy as np
+import pytest
+import test_cube as T  # noqa: E402 - the kernels of the language tests
+
+from ember import cube
+from ember.cube import testing
+
+L = cube.library
+HAS_CUDA = testing.has_cuda()
+
+STUB = r"""
+#define __global__
+#define __device__
+#define __forceinline__ inline
+#define __shared__ static
+#define __launch_bounds__(n)
+#define asm(...) 0
+struct uint3 { unsigned x, y, z; };
+extern uint3 threadIdx, blockIdx, gridDim;
+#define DEF(T, N) struct N##2 { T x, y; }; struct N##4 { T x, y, z, w; }; \
+  inline N##2 make_##N##2(T a, T b) { return {a, b}; } \
+  inline N##4 make_##N##4(T a, T b, T c, T d) { return {a, b, c, d}; }
+DEF(float, float) DEF(double, double) DEF(int, int) DEF(unsigned, uint) DEF(long long, longlong)
+DEF(unsigned char, uchar)
+void __syncthreads(); unsigned __activemask();
+template <class T> T __shfl_sync(unsigned, T, int); template <class T> T __shfl_down_sync(unsigned, T, int);
+template <class T> T __shfl_up_sync(unsigned, T, int); template <class T> T __shfl_xor_sync(unsigned, T, int);
+template <class T> T atomicAdd(T*, T); template <class T> T atomicSub(T*, T); template <class T> T atomicMax(T*, T);
+template <class T> T atomicMin(T*, T); template <class T> T atomicAnd(T*, T); template <class T> T atomicOr(T*, T);
+template <class T> T atomicXor(T*, T); template <class T> T atomicExch(T*, T);
+template <class T> T atomicCAS(T*, T, T);
+template <class T> T __shfl(T, int); template <class T> T __shfl_down(T, int);
+template <class T> T __shfl_up(T, int); template <class T> T __shfl_xor(T, int);
+float __int_as_float(int); int __float_as_int(float); float __uint_as_float(unsigned); unsigned __float_as_uint(float);
+double __longlong_as_double(long long); long long __double_as_longlong(double);
+"""
+MATH = ("exp exp2 expm1 log log2 log10 log1p sqrt sin cos tan asin acos atan sinh cosh tanh asinh acosh atanh erf erfc "
+        "floor ceil trunc rint fabs").split()
+MATH2 = "pow atan2 copysign hypot fmod fmin fmax".split()
+
+
+def _stub() -> str:
+    lines = [STUB]
+    for t, s in (("float", "f"), ("double", "")):
+        lines += [f"{t} {n}{s}({t});" for n in MATH] + [f"{t} {n}{s}({t}, {t});" for n in MATH2]
+        lines.append(f"{t} fma{s}({t}, {t}, {t});")
+    return "\n".join(lines)
+
+
+def _samples():
+    f32 = np.zeros(8, np.float32)
+    i32 = np.zeros(8, np.int32)
+    f16 = np.zeros((3, 8), np.float16)
+    bf = np.zeros((3, 8), ml_dtypes.bfloat16)
+    m = np.zeros((4, 8), np.float32)
+    yield T.arith_int, (i32, i32, np.zeros((7, 8), np.int32)), 64
+    for dt in (np.float32, np.float64):
+        yield T.arith_float, (np.zeros(8, dt), np.zeros(8, dt), np.zeros((7, 8), dt)), 32
+        yield T.math_kernel, (np.zeros(8, dt), np.zeros((29, 8), dt), np.zeros((3, 8), bool)), 16
+    yield T.mixed_types, (np.zeros(3, np.int64), np.zeros(3, np.uint32), np.zeros(3, bool), np.zeros(3),
+                          1, 1, 1.0, True), 8
+    yield T.half_copy, (f32, np.zeros(8, np.float16), np.zeros(8, ml_dtypes.bfloat16), f32), 32
+    yield T.vec_kernel, (f16, f16, f32), 4
+    yield T.vec_kernel, (bf, bf, f32), 4
+    yield T.vec_kernel, (m, m, np.zeros(8, np.float64)), 4
+    yield T.collatz, (i32, i32, 10), 32
+    yield T.loops2d, (m, 1), (4, 4)
+    yield T.reverse_block, (f32, f32), 64
+    yield T.tree_sum, (f32, f32), 64
+    yield T.warp_ops, (f32, m), 64
+    yield T.atomics, (i32, f32, i32, f32, i32), 128
+    yield T.helpers, (f32, f32, 8), 32
+    yield L.reduce_rows_kernel, (m, f32, "max"), 256
+    yield L.matmul_kernel, (m, m, m, 32, 32, 16, 4, 4, True, False), (8, 8)
+    yield L.matmul_kernel, (m, m, m, 32, 32, 16, 4, 4, True, True), (8, 8)
+    yield L.matmul_kernel, (f16[:, :4].copy(), f16[:, :4].copy(), f16[:, :4].copy(), 32, 32, 16, 4, 4, False, False), \
+        (8, 8)
+    yield L.softmax_rows_kernel, (m, m), 256
+    yield L.histogram_kernel, (f32, i32, 0.0, 1.0, 10), 256
+    yield L.scan_blocks_kernel, (i32, i32, i32), 256
+    yield L.transpose_kernel, (m, m, 32), (32, 8)
+
+    @cube.kernel
+    def more_atomics(a: cube.Array[cube.i64], f: cube.Array[cube.f64], g: cube.Array[cube.f32]):
+        i = cube.global_idx.x
+        cube.atomic_sub(a, 0, cube.i64(i))
+        cube.atomic_max(a, 1, cube.i64(i))
+        cube.atomic_xor(a, 2, cube.i64(i))
+        cube.atomic_cas(a, 3, cube.i64(0), cube.i64(i))
+        cube.atomic_max(f, 0, cube.f64(i))
+        cube.atomic_xchg(f, 1, cube.f64(i))
+        cube.atomic_cas(f, 2, 0.0, cube.f64(i))
+        cube.atomic_sub(g, 0, 1.0)
+        cube.atomic_cas(g, 1, 0.0, 2.0)
+
+    yield more_atomics, (np.zeros(4, np.int64), np.zeros(4), np.zeros(4, np.float32)), 32
+
+
+def _bundle(target: str) -> str:
+    """Every sample kernel rendered for ``target``, each in its own namespace (helpers repeat)."""
+    parts = []
+    for n, (k, args, block) in enumerate(_samples()):
+        src = k.generated_source(*args, block=block, device=target)
+        assert 'extern "C" __global__' in src and "__launch_bounds__" in src
+        head, _, body = src.partition("/* cube kernel")
+        body = ("/* cube kernel" + body).replace('extern "C"', "").replace("cb_kernel(", f"cb_kernel_{n}(")
+        helpers = "\n".join(ln for ln in head.splitlines() if not ln.startswith(("typedef", "#include")))
+        parts.append(f"namespace k{n} {{\n{helpers}\n{body}\n}}")
+    return "\n".join(parts)
+
+
+@pytest.mark.skipif(shutil.which("g++") is None, reason="needs a host C++ compiler")
+def test_cuda_sources_compile_against_stubs(tmp_path):
+    text = "typedef int int32_t; typedef unsigned int uint32_t; typedef long long int64_t;\n" \
+           "typedef unsigned long long uint64_t; typedef unsigned short uint16_t;\n" + _stub() + "\n" + _bundle("cuda")
+    f = tmp_path / "all.cpp"
+    f.write_text(text)
+    r = subprocess.run(["g++", "-std=c++14", "-fsyntax-only", "-Wno-unused", str(f)], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr[-5000:]
+
+
+@pytest.mark.skipif(shutil.which("hipcc") is None, reason="needs hipcc (Debian: apt-get install hipcc)")
+def test_hip_sources_compile_with_hipcc(tmp_path):
+    f = tmp_path / "all.hip"
+    f.write_text("#include <hip/hip_runtime.h>\n" + _bundle("hip"))
+    env = dict(os.environ, HIP_PLATFORM="amd")
+    r = subprocess.run(["hipcc", "--offload-arch=gfx90a", "-c", str(f), "-o", str(tmp_path / "all.o")], env=env,
+                       capture_output=True, text=True, timeout=300)
+    if "error" in r.stderr and "unknown" in r.stderr.lower() and "offload-arch" in r.stderr:
+        pytest.skip("hipcc without the AMD toolchain")
+    assert r.returncode == 0, r.stderr[-5000:]
+    assert (tmp_path / "all.o").stat().st_size > 0
+
+
+@pytest.mark.skipif(not HAS_CUDA, reason="needs CuPy and a CUDA GPU")
+def test_cupy_arrays_launch_directly():
+    import cupy
+    x = cupy.arange(100, dtype=cupy.float32)
+    y = cupy.ones(100, dtype=cupy.float32)
+    T.axpy[1, 128](2.0, x, y)
+    assert cupy.asnumpy(y).tolist() == [2.0 * k + 1 for k in range(100)]
+    with pytest.raises(cube.LaunchError, match="different devices"):
+        T.axpy[1, 128](2.0, np.zeros(100, np.float32), y)
+    m = cupy.asarray(np.random.default_rng(0).standard_normal((300, 200)).astype(np.float32))
+    np.testing.assert_allclose(cupy.asnumpy(L.matmul(m, m.T.copy())), cupy.asnumpy(m @ m.T), rtol=1e-3, atol=1e-3)
+
+
+@pytest.mark.skipif(not HAS_CUDA, reason="needs CuPy and a CUDA GPU")
+def test_vector_access_checks_alignment():
+    import cupy
+    x = cupy.zeros((3, 6), cupy.float32)  # rows of 6 are not whole vec4s
+    with pytest.raises(cube.LaunchError, match="multiple of 4"):
+        T.vec_kernel[3, 4](x, x, cupy.zeros(8, cupy.float32))
