@@ -699,7 +699,7 @@ def test_fans_match_torch(shape):
 @pytest.mark.parametrize("fn,kw,bound", [
     ("xavier_uniform_", {}, lambda fi, fo: math.sqrt(6 / (fi + fo))),
     ("xavier_uniform_", {"gain": 2.0}, lambda fi, fo: 2 * math.sqrt(6 / (fi + fo))),
-    ("kaiming_uniform_", {}, lambda fi, fo: math.sqrt(2 / 1.0001) * math.sqrt(3 / fi)),
+    ("kaiming_uniform_", {}, lambda fi, fo: math.sqrt(2) * math.sqrt(3 / fi)),  # a=0: gain sqrt(2)
     ("kaiming_uniform_", {"a": math.sqrt(5)}, lambda fi, fo: math.sqrt(1 / fi)),
     ("kaiming_uniform_", {"mode": "fan_out", "nonlinearity": "relu"}, lambda fi, fo: math.sqrt(6 / fo)),
 ])
