@@ -3,6 +3,7 @@
     ember train [--epochs 12] [--resume] ...   train the MNIST CNN with the dashboard (ember's main job)
     ember predict MODEL IMAGE [IMAGE ...]      classify image files with a model `ember train` saved
     ember demo                                 the quickstart: an MLP on spirals, plain tensors
+    ember onnx import MODEL.onnx -o PKG/       an ONNX model as ember code (PKG/model.py + weights)
     ember version
 """
 
@@ -36,6 +37,17 @@ def _predict(args: argparse.Namespace) -> int:
     return status
 
 
+def _onnx(args: argparse.Namespace) -> int:
+    from . import onnx as eonnx
+    try:
+        path = eonnx.import_model(args.model, args.output)
+    except (FileNotFoundError, ImportError, eonnx.OnnxOpError) as e:
+        print(f"ember onnx import: {e}", file=sys.stderr)
+        return 2
+    print(f"wrote {path} and {args.output.rstrip('/')}/weights.safetensors")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv[:1] == ["train"]:  # its options belong to the example's own parser
@@ -51,12 +63,22 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--top", type=int, default=3, help="how many classes to show per image")
     sub.add_parser("demo", help="train a small classifier on the CPU (the quickstart example)")
     sub.add_parser("version", help="print ember's version")
+    po = sub.add_parser("onnx", help="ONNX models as ember code (`ember onnx import model.onnx -o pkg/`)")
+    osub = po.add_subparsers(dest="onnx_command")
+    pi = osub.add_parser("import", help="write PKG/model.py (an ember.nn.Module) and PKG/weights.safetensors")
+    pi.add_argument("model", help="the .onnx file (external-data weights next to it are read too)")
+    pi.add_argument("-o", "--output", required=True, help="the output folder (created if missing)")
     args = parser.parse_args(argv)
     if args.command == "predict":
         return _predict(args)
     if args.command == "demo":
         from .examples import quickstart
         return quickstart.main()
+    if args.command == "onnx":
+        if args.onnx_command == "import":
+            return _onnx(args)
+        po.print_help()
+        return 0
     if args.command == "version":
         import ember
         print(ember.__version__)
