@@ -169,12 +169,14 @@ def test_slice_reads_only_what_it_needs(tmp_path):
         fh.seek(8 + len(header) + 5 * cols * 4)
         fh.write(np.arange(cols, dtype=np.float32).tobytes())  # row 5
         fh.truncate(8 + len(header) + rows * cols * 4)
+    # VmHWM is this process's own peak (getrusage's ru_maxrss would include the parent's peak at fork,
+    # which execve carries over: a pytest worker that ran big tests first would fail the check)
     code = f"""
-import resource, ember.store as st
+import ember.store as st
 f = st.safe_open({str(path)!r})
 part = f.get_slice("big")[4:6, :8]
 assert part.tolist() == [[0.0] * 8, [float(i) for i in range(8)]], part
-print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+print(next(line.split()[1] for line in open("/proc/self/status") if line.startswith("VmHWM:")))
 """
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
                          cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
