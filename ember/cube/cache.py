@@ -12,8 +12,9 @@ import hashlib
 import os
 import pathlib
 import sys
-import tempfile
 import time
+
+from .._fileio import atomic_write as _atomic_write
 
 __all__ = ["cache_dir", "atomic_write", "digest", "debug_level", "debug"]
 
@@ -42,19 +43,7 @@ def digest(*parts) -> str:
 
 def atomic_write(path: pathlib.Path, data: bytes | str) -> None:
     """Write ``data`` to ``path`` so that readers see the old file or the whole new one."""
-    if isinstance(data, str):
-        data = data.encode()
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    _atomic_write(path, [data.encode() if isinstance(data, str) else data], fsync=False)
 
 
 def debug_level() -> int:

@@ -27,13 +27,13 @@ import math
 import mmap
 import os
 import struct
-import tempfile
 from collections.abc import Iterable, Mapping
 
 import numpy as np
 
 from .. import _dtype as dt
 from .._device import device as _device
+from .._fileio import atomic_write  # noqa: F401  (re-exported: ember.store.safetensors.atomic_write)
 from .._tensor import Tensor
 from .errors import SafetensorsError, StoreDtypeError
 
@@ -396,32 +396,6 @@ def save_bytes(tensors: Mapping[str, Tensor], metadata: Mapping[str, str] | None
     return b"".join(encode(_items(tensors, metadata), metadata))
 
 
-def atomic_write(path, parts: Iterable[bytes], *, fsync: bool = True) -> None:
-    """Write ``parts`` to a temporary file beside ``path``, fsync it and rename it over ``path``, so a
-    crash leaves the old file or the new one, never a partial one."""
-    path = os.fspath(path)
-    directory = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", suffix=".tmp", dir=directory)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            for p in parts:
-                fh.write(p)
-            fh.flush()
-            if fsync:
-                os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-    if fsync and hasattr(os, "O_DIRECTORY"):  # make the rename itself durable
-        dfd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
-        try:
-            os.fsync(dfd)
-        finally:
-            os.close(dfd)
 
 
 def save_file(tensors: Mapping[str, Tensor], filename, metadata: Mapping[str, str] | None = None) -> None:

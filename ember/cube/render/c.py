@@ -25,6 +25,8 @@ from __future__ import annotations
 
 from .. import ir
 from ..analysis import Plan, ThreadLoop
+from ..analysis import _arrays_in as _arrays_of
+from ..analysis import _vars_in as _vars_of
 from ..types import Scalar, bool_, f32, f64, i32, i64, u32
 from .base import C_MATH, CFamily
 
@@ -347,23 +349,6 @@ def _size(dec: ir.ArrayDecl) -> int:
     return n
 
 
-def _vars_of(stmts) -> set:
-    names = set()
-    for s in ir.walk_stmts(stmts):
-        names.update(ir.assigned_vars(s))
-        for e in ir.stmt_exprs(s):
-            names |= ir.expr_vars(e)
-    return names
-
-
-def _arrays_of(stmts) -> set:
-    names = set()
-    for s in ir.walk_stmts(stmts):
-        if isinstance(s, ir.Store | ir.VecLoad | ir.VecStore | ir.Atomic):
-            names.add(s.array)
-        for e in ir.stmt_exprs(s):
-            names |= {x.array for x in ir.walk_expr(e) if isinstance(x, ir.Load)}
-    return names
 
 
 def render(kernel: ir.Kernel, plan: Plan, *, simd_math: bool = True) -> str:
