@@ -19,12 +19,12 @@ import pathlib
 import platform
 import statistics
 import sys
-import time
 
 import numpy as np
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
 
+from bench._harness import median_time  # noqa: E402
 from ember import cube  # noqa: E402
 from ember.cube import testing  # noqa: E402
 
@@ -68,23 +68,6 @@ class Report:
             ref_text = "" if rv is None else f"{rv:.2f}"
             out.append(f"| {sec} | {what} | {v:.2f} | {unit} | {ref} | {ref_text} | {ratio} |")
         return "\n".join(out)
-
-
-def median_time(fn, repeats: int = 7, warmup: int = 2, sync=None, inner: int = 1) -> float:
-    """Median seconds per call; ``inner`` calls run between syncs (a WebGPU sync is a read-back)."""
-    for _ in range(warmup):
-        fn()
-    if sync:
-        sync()
-    ts = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        for _ in range(inner):
-            fn()
-        if sync:
-            sync()
-        ts.append((time.perf_counter() - t0) / inner)
-    return statistics.median(ts)
 
 
 # ---- CPU -----------------------------------------------------------------------------------------

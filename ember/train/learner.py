@@ -243,6 +243,11 @@ class Learner:
             raise ValueError("Learner.predict: the loader yielded no batches")
         return cat(outs, 0)
 
+    @property
+    def error(self) -> BaseException | None:
+        """The exception that ended the last ``fit``, or None (reporters say "training failed" with it)."""
+        return self._error
+
     def request_stop(self, reason: str = "") -> None:
         """Ask training to stop after the current optimizer step (thread-safe). A checkpoint is written
         when a checkpoint directory is configured, ``on_fit_end`` runs and ``fit`` returns normally."""

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from . import special
@@ -117,13 +115,14 @@ def _where(cond, x, y):
     # np.where branches per element, so a random condition (a ReLU mask) costs it ~4x a plain
     # arithmetic pass. For big arrays select on the bits instead: y ^ ((x ^ y) & -cond), exact for
     # every value including NaN and -0.0; selecting a zero (the common gradient mask) is y & (cond - 1).
+    if max(np.size(cond), np.size(x), np.size(y)) < _SELECT_MIN:  # small: np.where, no extra work per call
+        return np.where(cond, x, y)
     out_dt = np.result_type(x, y)
+    bits = _BITS.get(out_dt.itemsize)
+    if bits is None or out_dt.kind not in "fiub":
+        return np.where(cond, x, y)
     cond = np.asarray(cond)
     shape = np.broadcast_shapes(cond.shape, np.shape(x), np.shape(y))
-    size = math.prod(shape)
-    bits = _BITS.get(out_dt.itemsize)
-    if size < _SELECT_MIN or bits is None or out_dt.kind not in "fiub":
-        return np.where(cond, x, y)
     mask = cond.astype(bits)  # 1 where cond, else 0
     if cond.shape == shape and np.ndim(x) == 0 and x == 0 and not np.signbit(x):
         mask -= 1  # all ones where not cond

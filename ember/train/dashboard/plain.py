@@ -153,7 +153,7 @@ class PlainReporter(Callback):
         self.ended = True
         self.on_epoch_end(learner)       # rows not printed yet (a fallback from the dashboard mid-run)
         # on_fit_end also runs when training raised; the Learner keeps that error while the hook runs.
-        error = getattr(learner, "error", None) or getattr(learner, "_error", None)
+        error = getattr(learner, "error", None)
         self._write(summary_line(learner.state, error if isinstance(error, BaseException) else None))
 
     # -- output -------------------------------------------------------------------------------------------

@@ -118,12 +118,9 @@ def _col2im(F, g, s, n):
                   stride=a["stride"]),)
 
 
-def _disjoint_windows(n) -> bool:
-    """Whether no input position lies in two pooling windows (then the backward needs no sums)."""
-    a = n.attrs
-    if n.op != "max_pool":
-        return False
-    return all(s >= (k - 1) * d + 1 for k, s, d in zip(a["kernel_size"], a["stride"], a["dilation"]))
+def _disjoint_windows(attrs: dict) -> bool:
+    """Whether no input position lies in two max_pool windows (then the backward needs no sums)."""
+    return all(s >= (k - 1) * d + 1 for k, s, d in zip(attrs["kernel_size"], attrs["stride"], attrs["dilation"]))
 
 
 @rule("max_pool", "adaptive_max_pool", save=("o1",), multi=True, nondiff_outputs=(1,))
@@ -131,16 +128,15 @@ def _max_pool(F, gs, s, n):
     if gs[0] is None:
         return (None,)
     return (F.run("max_pool_backward", gs[0], s[0], input_size=tuple(n.in_meta[0][0][2:]),
-                  disjoint=_disjoint_windows(n)),)
+                  disjoint=n.op == "max_pool" and _disjoint_windows(n.attrs)),)
 
 
 @rule("max_pool_values", save=(0,))
 def _max_pool_values(F, g, s, n):
     # the frontend picks max_pool when gradients are wanted; this recomputes the indices otherwise
     _, idx = F.run("max_pool", s[0], **n.attrs)
-    disjoint = all(st >= (k - 1) * d + 1
-                   for k, st, d in zip(n.attrs["kernel_size"], n.attrs["stride"], n.attrs["dilation"]))
-    return (F.run("max_pool_backward", g, idx, input_size=tuple(n.in_meta[0][0][2:]), disjoint=disjoint),)
+    return (F.run("max_pool_backward", g, idx, input_size=tuple(n.in_meta[0][0][2:]),
+                  disjoint=_disjoint_windows(n.attrs)),)
 
 
 @rule("max_pool_backward", save=(1,))
