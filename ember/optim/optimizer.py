@@ -22,6 +22,7 @@ from typing import Any
 
 from .._tensor import Tensor
 from ..autograd.grad_mode import no_grad
+from ..nn.module import RemovableHandle  # the handle every register_*_hook returns
 
 __all__ = ["Optimizer", "required"]
 
@@ -37,24 +38,6 @@ class _Required:
 
 
 required = _Required()
-
-
-class _HookHandle:
-    _next = 0
-
-    def __init__(self, hooks: dict):
-        self._hooks = hooks
-        self.id = _HookHandle._next
-        _HookHandle._next += 1
-
-    def remove(self) -> None:
-        self._hooks.pop(self.id, None)
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.remove()
 
 
 def _with_hooks(step):
@@ -182,15 +165,15 @@ class Optimizer:
         with enable_grad():
             return closure()
 
-    def register_step_pre_hook(self, hook: Callable) -> _HookHandle:
+    def register_step_pre_hook(self, hook: Callable) -> RemovableHandle:
         """``hook(optimizer, args, kwargs)`` runs before each step; it may return new (args, kwargs)."""
-        h = _HookHandle(self._step_pre_hooks)
+        h = RemovableHandle(self._step_pre_hooks)
         self._step_pre_hooks[h.id] = hook
         return h
 
-    def register_step_post_hook(self, hook: Callable) -> _HookHandle:
+    def register_step_post_hook(self, hook: Callable) -> RemovableHandle:
         """``hook(optimizer, args, kwargs)`` runs after each step."""
-        h = _HookHandle(self._step_post_hooks)
+        h = RemovableHandle(self._step_post_hooks)
         self._step_post_hooks[h.id] = hook
         return h
 
