@@ -17,6 +17,15 @@ _HINTS: dict[str, str] = {
     "cuda": "install the CUDA backend with `pip install ember[cuda]` on a machine with an NVIDIA GPU",
     "wgpu": "install the WebGPU backend with `pip install ember[wgpu]`",
 }
+# Backends that live in optional packages register lazily: the module is imported the first time
+# the device is asked for, so `import ember` never needs CuPy or wgpu. Keys are device types, or a
+# full device string for named CPU variants ("cpu:compiled").
+_LAZY: dict[str, str] = {
+    "cuda": "ember.backend.cuda:make_stack",
+    "wgpu": "ember.backend.wgpu:make_stack",
+    "cpu:compiled": "ember.backend.cpuc:make_stack",
+    "remote": "ember.remote.client:make_stack",
+}
 _CACHE: dict[str, Device] = {}
 
 
@@ -34,7 +43,7 @@ class Device:
         self.index = index
         self._str = type if index is None else f"{type}:{index}"
         if backend is None:
-            factory = _FACTORIES.get(type)
+            factory = _FACTORIES.get(type) or _lazy_factory(type)
             if factory is None:
                 hint = _HINTS.get(type)
                 known = ", ".join(sorted(_FACTORIES))
@@ -62,6 +71,24 @@ class Device:
         return hash(self._str)
 
 
+def _lazy_factory(key: str):
+    """Import the module behind a lazily registered device, or None when there is none."""
+    target = _LAZY.get(key)
+    if target is None:
+        return None
+    import importlib
+    module, _, attr = target.partition(":")
+    try:
+        mod = importlib.import_module(module)
+    except ModuleNotFoundError as e:
+        if e.name and e.name.startswith("ember"):
+            return None  # the backend itself is not part of this install
+        hint = _HINTS.get(key.split(":")[0])
+        raise BackendUnavailable(f"device {key!r} needs the missing package {e.name!r}"
+                                 + (f": {hint}" if hint else "")) from e
+    return getattr(mod, attr)
+
+
 def register_device(type: str, factory: Callable[[int | None], object]) -> None:  # noqa: A002
     """Register a backend stack factory for a device type (``factory(index) -> backend``)."""
     _FACTORIES[type] = factory
@@ -86,8 +113,16 @@ def device(spec="cpu", index: int | None = None) -> Device:
     kind, _, idx = key.partition(":")
     if "://" in spec:  # URL-style devices (remote://host:port) keep the whole address as index
         kind, idx = spec.split("://", 1)[0], spec.split("://", 1)[1]
-        dev = Device(kind, None, _FACTORIES[kind](idx) if kind in _FACTORIES else None)
+        factory = _FACTORIES.get(kind) or _lazy_factory(kind)
+        dev = Device(kind, None, factory(idx) if factory is not None else None)
         dev._str = spec
+    elif idx and not idx.isdigit() and (key in _FACTORIES or key in _LAZY):
+        # a named variant of a device type, e.g. "cpu:compiled": type "cpu", its own stack
+        factory = _FACTORIES.get(key) or _lazy_factory(key)
+        if factory is None:
+            raise BackendUnavailable(f"device {key!r} is not available in this install")
+        dev = Device(kind, None, factory(None))
+        dev._str = key
     else:
         if idx and not idx.isdigit():
             raise ValueError(f"invalid device string {spec!r}: the index after ':' must be an integer")
