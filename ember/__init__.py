@@ -72,11 +72,15 @@ from . import amp; from .amp import autocast, get_autocast_dtype, is_autocast_en
 
 # Packages with heavier imports (worker processes, file formats, models, kernels) load on first use:
 # `ember.data.DataLoader` works after a plain `import ember`, which itself stays fast.
-_LAZY_PACKAGES = ("data", "train", "store", "models", "cube", "onnx")
+_LAZY_PACKAGES = ("data", "train", "store", "models", "cube", "onnx", "cuda", "wgpu", "backends", "remote")
 
 
 def __getattr__(name: str):
     if name in _LAZY_PACKAGES:
         import importlib
-        return importlib.import_module(f"{__name__}.{name}")
+        try:
+            return importlib.import_module(f"{__name__}.{name}")
+        except ModuleNotFoundError as e:
+            if e.name != f"{__name__}.{name}":  # a missing dependency inside the package: say so
+                raise
     raise AttributeError(f"module 'ember' has no attribute {name!r}")

@@ -24,6 +24,7 @@ _LAZY: dict[str, str] = {
     "cuda": "ember.backend.cuda:make_stack",
     "wgpu": "ember.backend.wgpu:make_stack",
     "cpu:compiled": "ember.backend.cpuc:make_stack",
+    "cpu:fused": "ember.backend.fusion:make_cpu_stack",
     "remote": "ember.remote.client:make_stack",
 }
 _CACHE: dict[str, Device] = {}

@@ -10,7 +10,7 @@ import ember
 def available_devices() -> list[str]:
     """Device strings of every backend usable on this machine (more appear as backends land)."""
     devices = ["cpu"]
-    for spec in ("cpu:compiled", "wgpu", "cuda"):
+    for spec in ("cpu:compiled", "cpu:fused", "wgpu", "cuda"):
         try:
             ember.device(spec)
         except Exception:
