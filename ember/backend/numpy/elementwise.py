@@ -112,6 +112,11 @@ _BITS = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
 
 
 def _where(cond, x, y):
+    # a weak Python scalar takes the tensor operand's dtype (numpy would promote bfloat16 to float32)
+    if not isinstance(x, np.ndarray) and isinstance(y, np.ndarray):
+        x = np.asarray(x, dtype=y.dtype)
+    elif not isinstance(y, np.ndarray) and isinstance(x, np.ndarray):
+        y = np.asarray(y, dtype=x.dtype)
     # np.where branches per element, so a random condition (a ReLU mask) costs it ~4x a plain
     # arithmetic pass. For big arrays select on the bits instead: y ^ ((x ^ y) & -cond), exact for
     # every value including NaN and -0.0; selecting a zero (the common gradient mask) is y & (cond - 1).
