@@ -120,16 +120,17 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--epochs", type=int, default=12)
     ap.add_argument("--markdown", action="store_true")
+    ap.add_argument("--device", default="cpu", help="ember's device (cpu, cpu:compiled, cpu:fused, ...)")
     args = ap.parse_args()
-    table = Table(f"MNIST CNN, the main job: {args.epochs} epochs on 4,000 images, batch 64 (CPU, "
-                  f"{os.cpu_count()} cores)")
+    table = Table(f"MNIST CNN, the main job: {args.epochs} epochs on 4,000 images, batch 64 (ember on "
+                  f"{args.device}, PyTorch on the CPU, {os.cpu_count()} cores)")
     table.header()
     ember.manual_seed(0)  # build() seeds 0 too: both libraries start from the same weights
     init = {k: torch.from_numpy(v.numpy().copy()) for k, v in mnist.MnistCNN().state_dict().items()}
     other = TorchRun(args.epochs, init)
     with tempfile.TemporaryDirectory() as out:
         learner, _ = mnist.build(mnist.parser().parse_args(["--epochs", str(args.epochs), "--dashboard", "none",
-                                                            "--out", out]))
+                                                            "--out", out, "--device", args.device]))
         timer = Interleave(other)
         learner.callbacks.append(timer)
         t0 = time.perf_counter()

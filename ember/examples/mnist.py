@@ -160,7 +160,8 @@ def build(args: argparse.Namespace):
                       checkpoint_dir=os.path.join(args.out, "checkpoints"), checkpoint_every_epochs=1,
                       checkpoint_every_steps=20,
                       monitor="val_accuracy", mode="max", log_dir=args.out,
-                      dashboard=None if args.dashboard == "none" else args.dashboard, seed=args.seed)
+                      dashboard=None if args.dashboard == "none" else args.dashboard, seed=args.seed,
+                      device=args.device)
     return learner, model
 
 
@@ -176,6 +177,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--dashboard", choices=("auto", "tui", "plain", "none"), default="auto",
                    help="auto: the live dashboard in a terminal, one line per epoch otherwise")
     p.add_argument("--resume", action="store_true", help="continue from the last checkpoint in --out")
+    p.add_argument("--device", default="cpu", help="where to train: cpu, cpu:compiled, cuda, wgpu, ...")
     return p
 
 
