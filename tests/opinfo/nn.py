@@ -252,8 +252,8 @@ def _stats(c, dtype, rng):
 def _batch_norm(lib, x, rm, rv, w=None, b=None, **kw):
     """Running statistics come as numpy arrays (made into tensors here, so the grad test leaves them
     alone); the result includes them to compare the in-place update."""
-    rm = None if rm is None else lib.tensor(rm)
-    rv = None if rv is None else lib.tensor(rv)
+    rm = None if rm is None else lib.tensor(rm, device=x.device)
+    rv = None if rv is None else lib.tensor(rv, device=x.device)
     y = lib.nn.functional.batch_norm(x, rm, rv, w, b, **kw)
     return (y,) + tuple(t for t in (rm, rv) if t is not None)
 
@@ -282,8 +282,8 @@ def _batch_norm_gen(dtype, rng):
 
 
 def _instance_norm(lib, x, rm=None, rv=None, w=None, b=None, **kw):
-    rm = None if rm is None else lib.tensor(rm)
-    rv = None if rv is None else lib.tensor(rv)
+    rm = None if rm is None else lib.tensor(rm, device=x.device)
+    rv = None if rv is None else lib.tensor(rv, device=x.device)
     y = lib.nn.functional.instance_norm(x, rm, rv, w, b, **kw)
     return (y,) + tuple(t for t in (rm, rv) if t is not None)
 

@@ -241,4 +241,5 @@ def _to_leaf(ad, fb: F, var: Var, g, create_graph: bool, stored: set):
 
 def _writable(h) -> bool:
     flags = getattr(h, "flags", None)
-    return True if flags is None else bool(flags.writeable)
+    # CuPy's flags have no 'writeable' (its arrays always are)
+    return True if flags is None else bool(getattr(flags, "writeable", True))

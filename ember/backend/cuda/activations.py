@@ -1,0 +1,96 @@
+"""Activation functions on the CUDA backend (array module ``xp``), with the reference's formulas so
+results and autodiff's rules (which are written for these ops) match the CPU. 16-bit floats compute
+in float32 and round once."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ._util import LOW
+
+_SQRT1_2 = 1.0 / math.sqrt(2.0)
+_GELU_BETA = math.sqrt(2.0 / math.pi)
+_GELU_KAPPA = 0.044715
+
+
+def build(xp, special) -> dict:
+    def act(fn):
+        def run(x, **attrs):
+            if x.dtype in LOW:
+                return fn(x.astype(np.float32), **attrs).astype(x.dtype)
+            return fn(x, **attrs)
+        return run
+
+    def c(v, x):
+        return x.dtype.type(v)
+
+    def _relu(x):
+        return xp.maximum(x, xp.zeros((), x.dtype))
+
+    def _relu_(x):
+        xp.maximum(x, xp.zeros((), x.dtype), out=x)
+        return x
+
+    def _leaky_relu(x, negative_slope):
+        y = x * c(negative_slope, x)
+        if 0.0 <= negative_slope <= 1.0:  # the larger of x and slope * x (NaN propagates)
+            return xp.maximum(x, y)
+        return xp.where(x > 0, x, y)
+
+    def _hardtanh(x, min_val, max_val):
+        # clamp semantics in x's dtype: NaN propagates, the max wins when min_val > max_val
+        return xp.minimum(xp.maximum(x, c(min_val, x)), c(max_val, x))
+
+    def _hardtanh_(x, min_val, max_val):
+        xp.maximum(x, c(min_val, x), out=x)
+        xp.minimum(x, c(max_val, x), out=x)
+        return x
+
+    def _elu(x, alpha, scale, input_scale):
+        zero = xp.zeros((), x.dtype)
+        neg = xp.expm1(xp.minimum(x, zero) * c(input_scale, x)) * (c(alpha, x) * c(scale, x))
+        return neg + xp.maximum(x, zero) * c(scale, x)
+
+    def _gelu(x, approximate):
+        if approximate == "tanh":
+            inner = (x + x * x * x * c(_GELU_KAPPA, x)) * c(_GELU_BETA, x)
+            return x * c(0.5, x) * (xp.tanh(inner) + c(1.0, x))
+        # x * Phi(x) with Phi(x) = erfc(-x / sqrt 2) / 2, accurate in the lower tail too
+        return x * (special.erfc(-x * c(_SQRT1_2, x)) * c(0.5, x)).astype(x.dtype, copy=False)
+
+    def _silu(x):
+        return x / (xp.exp(-x) + c(1.0, x))
+
+    def _mish(x):
+        return x * xp.tanh(xp.log1p(xp.exp(x)))
+
+    def _softplus(x, beta, threshold):
+        xb = x * c(beta, x)
+        soft = xp.log1p(xp.exp(xb)) / c(beta, x)
+        return xp.where(xb > c(threshold, x), x, soft)
+
+    def _hardsigmoid(x):
+        return xp.minimum(xp.maximum(x + c(3.0, x), c(0.0, x)), c(6.0, x)) / c(6.0, x)
+
+    def _hardswish(x):
+        return xp.minimum(xp.maximum(x + c(3.0, x), c(0.0, x)), c(6.0, x)) * x / c(6.0, x)
+
+    def _logsigmoid(x):
+        return xp.minimum(x, c(0.0, x)) - xp.log1p(xp.exp(-xp.abs(x)))
+
+    ops = {"relu": _relu, "relu_": _relu_, "hardtanh": act(_hardtanh), "hardtanh_": _hardtanh_,
+           "leaky_relu": act(_leaky_relu), "elu": act(_elu), "gelu": act(_gelu), "silu": act(_silu),
+           "mish": act(_mish), "softplus": act(_softplus), "hardsigmoid": act(_hardsigmoid),
+           "hardswish": act(_hardswish), "logsigmoid": act(_logsigmoid)}
+
+    def into(fn):
+        def run(x, **attrs):
+            xp.copyto(x, fn(x, **attrs))
+            return x
+        return run
+
+    for name in ("leaky_relu", "elu", "gelu", "silu", "mish", "softplus", "hardsigmoid", "hardswish", "logsigmoid"):
+        ops[name + "_"] = into(ops[name])
+    return ops

@@ -1,0 +1,125 @@
+"""Movement ops of the CUDA backend: views share the input's memory, as in PyTorch.
+
+CuPy's ``as_strided`` returns arrays without a ``base``, so strided views are registered in
+``STRIDED_ROOTS`` (id -> (weakref to the view, root array)); ``Cuda.storage`` consults it, which keeps
+storage identity (autodiff's version counters, aliasing checks) exact for diagonal/as_strided views.
+"""
+
+from __future__ import annotations
+
+import weakref
+
+import numpy as np
+
+STRIDED_ROOTS: dict[int, tuple] = {}
+_LIMIT = [65536]
+
+
+def root_of(x):
+    """The array that owns x's memory."""
+    base = x
+    while True:
+        entry = STRIDED_ROOTS.get(id(base))
+        if entry is not None and entry[0]() is base:
+            base = entry[1]
+            continue
+        nxt = getattr(base, "base", None)
+        if nxt is None or not hasattr(nxt, "dtype"):
+            return base
+        base = nxt
+
+
+def build(xp) -> dict:
+    def _strided(x, shape, byte_strides, byte_offset):
+        """A view of x's memory (offset in bytes from x's first element), tied to x's root."""
+        root = root_of(x)
+        if xp is np:
+            ptr0 = x.__array_interface__["data"][0]
+            rptr = root.__array_interface__["data"][0]
+            v = np.ndarray(shape, x.dtype, buffer=root, offset=ptr0 - rptr + byte_offset, strides=byte_strides)
+        else:
+            v = xp.ndarray(shape, x.dtype, memptr=x.data + byte_offset, strides=byte_strides)
+        if len(STRIDED_ROOTS) > _LIMIT[0]:  # drop entries of dead views; grow when most are alive
+            for k in [k for k, e in STRIDED_ROOTS.items() if e[0]() is None]:
+                del STRIDED_ROOTS[k]
+            _LIMIT[0] = max(_LIMIT[0], 2 * len(STRIDED_ROOTS))
+        STRIDED_ROOTS[id(v)] = (weakref.ref(v), root)
+        return v
+
+    def _reshape(x, shape):
+        return x.reshape(shape)
+
+    def _permute(x, dims):
+        return x.transpose(dims)
+
+    def _expand(x, shape):
+        return xp.broadcast_to(x, shape)
+
+    def _slice(x, index):
+        return x[tuple([slice(a, b, c) for a, b, c in index])]
+
+    def _diagonal(x, offset, dim1, dim2):
+        n1, n2 = x.shape[dim1], x.shape[dim2]
+        length = max(0, min(n1, n2 - offset)) if offset >= 0 else max(0, min(n1 + offset, n2))
+        keep = [d for d in range(x.ndim) if d not in (dim1, dim2)]
+        shape = tuple(x.shape[d] for d in keep) + (length,)
+        strides = tuple(x.strides[d] for d in keep) + (x.strides[dim1] + x.strides[dim2],)
+        if length == 0 or 0 in shape:
+            return xp.empty(shape, x.dtype)
+        d, k = (dim2, offset) if offset >= 0 else (dim1, -offset)
+        return _strided(x, shape, strides, k * x.strides[d])
+
+    def _as_strided(x, size, stride, storage_offset):
+        root = root_of(x)
+        if not root.flags.c_contiguous:
+            raise RuntimeError("as_strided: the tensor's storage is not a contiguous buffer")
+        if root.dtype != x.dtype:
+            root = root.reshape(-1).view(x.dtype)
+        item = x.itemsize
+        return _strided(root, tuple(size), tuple(s * item for s in stride), storage_offset * item)
+
+    def _contiguous(x):
+        return x if x.flags.c_contiguous else xp.ascontiguousarray(x)
+
+    def _copy(x):
+        return xp.array(x, copy=True, order="C")
+
+    def _flip(x, dims):
+        return xp.ascontiguousarray(xp.flip(x, dims))
+
+    def _roll(x, shifts, dims):
+        if not dims:
+            return xp.roll(x.reshape(-1), shifts).reshape(x.shape)
+        return xp.roll(x, shifts, axis=dims)
+
+    def _cat(*xs, dim):
+        return xp.concatenate(xs, axis=dim)
+
+    def _stack(*xs, dim):
+        return xp.stack(xs, axis=dim)
+
+    modes = {"constant": "constant", "reflect": "reflect", "replicate": "edge", "circular": "wrap"}
+
+    def _pad(x, pad, mode, value):
+        if mode == "constant":
+            out = xp.full(tuple(n + a + b for n, (a, b) in zip(x.shape, pad)), value, x.dtype)
+            out[tuple(slice(a, a + n) for n, (a, _) in zip(x.shape, pad))] = x
+            return out
+        return xp.pad(x, pad, mode=modes[mode])
+
+    def _tril(x, diagonal):  # batched: the mask broadcasts over leading dims
+        keep = xp.tri(x.shape[-2], x.shape[-1], diagonal, dtype=bool)
+        return xp.where(keep, x, xp.zeros((), x.dtype))
+
+    def _triu(x, diagonal):
+        keep = ~xp.tri(x.shape[-2], x.shape[-1], diagonal - 1, dtype=bool)
+        return xp.where(keep, x, xp.zeros((), x.dtype))
+
+    def _tile(x, reps):
+        return xp.tile(x, reps)
+
+    return {
+        "reshape": _reshape, "permute": _permute, "expand": _expand, "slice": _slice, "diagonal": _diagonal,
+        "as_strided": _as_strided, "contiguous": _contiguous, "copy": _copy, "flip": _flip, "roll": _roll,
+        "cat": _cat, "stack": _stack, "pad": _pad, "tril": _tril, "triu": _triu, "tile": _tile,
+    }

