@@ -679,8 +679,9 @@ PROMOTION_OPS = [
            ("float32",)),
     OpInfo("promotion: remainder", lambda lib, x, y: lib.remainder(x, y),
            _promotion_gen(NUMERIC, (2, 2.5), nonzero=True), ("float32",)),
-    OpInfo("promotion: where", lambda lib, x, y: lib.where(lib.tensor([True, False, True]) if x.dim() else
-                                                           lib.tensor(False), x, y), _promotion_gen(), ("float32",)),
+    OpInfo("promotion: where", lambda lib, x, y: lib.where(lib.tensor([True, False, True], device=x.device)
+                                                           if x.dim() else lib.tensor(False, device=x.device), x, y),
+           _promotion_gen(), ("float32",)),
 ]
 
 OPS = UNARY_OPS + BINARY_OPS + TERNARY_OPS + PROMOTION_OPS
