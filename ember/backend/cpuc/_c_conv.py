@@ -81,17 +81,29 @@ static void k_im2col_$S(const int64_t *a) {
 /* conv's weight gradient when an image's columns are few (C*KH*KW <= 64, one group: a first layer):
    gw (O, C*K, double) = sum over images of g[n] (O, L) times cols[n]^T (L, C*K), without BLAS, whose
    GEMMs are slow for so thin a product. Each thread builds one image's columns in its own buffer and
-   sums into its own accumulator; the accumulators are added at the end. */
+   sums into its own accumulator; the accumulators are added at the end, in thread order. */
 static void k_conv_weight_small_$S(const int64_t *a) {
     const $T *x = ARG_P(const $T, 1), *g = ARG_P(const $T, 2); double *gw = ARG_P(double, 3);
     const i64 N = a[4], C = a[5], H = a[6], W = a[7], KH = a[8], KW = a[9], SH = a[10], SW = a[11];
     const i64 PH = a[12], PW = a[13], DH = a[14], DW = a[15], OH = a[16], OW = a[17], O = a[18];
     const i64 CK = C * KH * KW, L = OH * OW;
     for (i64 i = 0; i < O * CK; i++) gw[i] = 0;
+    /* per-thread accumulators, added in thread order afterwards: the result is the same on every
+       run with the same thread count (a critical section would add them in finishing order) */
+    int maxt = 1;
+#ifdef _OPENMP
+    maxt = omp_get_max_threads();
+#endif
+    double **accs = (double **)calloc((size_t)maxt, sizeof(double *));
     #pragma omp parallel if (a[19])
     {
+        int t = 0;
+#ifdef _OPENMP
+        t = omp_get_thread_num();
+#endif
         $T *cols = ($T *)malloc(sizeof($T) * (size_t)(CK * L));
         double *acc = (double *)calloc((size_t)(O * CK), sizeof(double));
+        accs[t] = acc;
         #pragma omp for schedule(static)
         for (i64 n = 0; n < N; n++) {
             im2col_img_$S(x + n * C * H * W, cols, C, H, W, KH, KW, SH, SW, PH, PW, DH, DW, OH, OW, L, 0, C);
@@ -106,11 +118,14 @@ static void k_conv_weight_small_$S(const int64_t *a) {
                 }
             }
         }
-        #pragma omp critical
-        for (i64 i = 0; i < O * CK; i++) gw[i] += acc[i];
         free(cols);
-        free(acc);
     }
+    for (int t = 0; t < maxt; t++) {
+        if (!accs[t]) continue;
+        for (i64 i = 0; i < O * CK; i++) gw[i] += accs[t][i];
+        free(accs[t]);
+    }
+    free(accs);
 }
 
 /* the adjoint of im2col: out (N, C, H, W) = sum of the columns at their input positions

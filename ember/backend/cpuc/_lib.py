@@ -30,6 +30,9 @@ _HEADER = r"""
 #include <string.h>
 #include <math.h>
 #include <stdlib.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 typedef int64_t i64;
 static inline double cpuc_f64(i64 v) { double d; memcpy(&d, &v, 8); return d; }
 #define ARG_P(T, i) ((T *)(intptr_t)a[i])
