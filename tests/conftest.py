@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 import ember
@@ -16,6 +18,10 @@ def available_devices() -> list[str]:
         except Exception:
             continue
         devices.append(spec)
+    # EMBER_TEST_REMOTE=host:port: also run the registries through a running `ember serve`
+    remote = os.environ.get("EMBER_TEST_REMOTE")
+    if remote:
+        devices.append(f"remote://{remote}")
     return devices
 
 
