@@ -41,8 +41,10 @@ def _check_range(idx: Tensor, n: int, dim: int, op: str, *, negative: bool = Tru
     if idx.numel() == 0:
         return idx
     b = idx._device.backend
-    lo = int(b.read(b.run("amin", (idx._h,), {"dim": None, "keepdim": False})))
-    hi = int(b.read(b.run("amax", (idx._h,), {"dim": None, "keepdim": False})))
+    # one read for both bounds: each read is a round trip on remote and GPU backends
+    lo_hi = b.run("stack", (b.run("amin", (idx._h,), {"dim": None, "keepdim": False}),
+                            b.run("amax", (idx._h,), {"dim": None, "keepdim": False})), {"dim": 0})
+    lo, hi = (int(v) for v in b.read(lo_hi))
     if lo < (-n if negative else 0) or hi >= n:
         bad = hi if hi >= n else lo
         raise error(f"{op}: index {bad} is out of bounds for dimension {dim} with size {n}")

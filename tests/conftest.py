@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 import os
+import tempfile
 
 import pytest
 
 import ember
+
+
+# Mesa's lavapipe (the WebGPU adapter on CPU-only machines) complains on stderr without it
+os.environ.setdefault("XDG_RUNTIME_DIR", tempfile.gettempdir())
 
 
 def available_devices() -> list[str]:
