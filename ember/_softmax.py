@@ -41,7 +41,9 @@ def softmax(input: Tensor, dim: int | None = None, dtype=None) -> Tensor:
     if b.supports("softmax"):
         return wrap(b.run("softmax", (x._h,), {"dim": d}), x._shape, x._dtype, x._device)
     m = x.amax(d, keepdim=True)
-    e = (x - m.masked_fill(m.isinf(), 0.0)).exp()
+    # only an all -inf row has its max replaced (its result is then NaN-free zeros / 0 = NaN as in
+    # PyTorch); a +inf max must stay, so that the row becomes NaN as PyTorch's does
+    e = (x - m.masked_fill(m == float("-inf"), 0.0)).exp()
     return e / e.sum(d, keepdim=True)
 
 

@@ -1,0 +1,264 @@
+"""Fusion against the unfused numpy backend, PyTorch eager and torch.compile, in one run.
+
+    python bench/fusion.py [--quick] [--markdown]
+
+CPU section (always):
+
+* the elementwise chain ``(tanh(x*1.5+0.5)*sigmoid(x) + x*x)*0.5`` on 16M float32, in GB/s
+  (one read of x and one write of the result: 8 bytes an element);
+* an MLP 784-512-512-10 training step at batch 128 (cross-entropy, SGD), in steps/s;
+* the MNIST CNN training step (``ember.examples.mnist``'s model, Adam, batch 64), in steps/s;
+* the cold start: the first fused chain in a fresh cache directory (generation and C compile).
+
+GPU section: runs when ``ember.device("cuda")`` exists (the issue's GPU workloads), and says why
+not otherwise. torch.compile may be unavailable or fail on a machine: its column then says n/a.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+import ember  # noqa: E402
+from bench._harness import median_time  # noqa: E402
+
+try:
+    import torch
+except ImportError:
+    sys.exit("bench/fusion.py compares against PyTorch: pip install torch==2.13.0")
+
+ROWS: list = []
+
+
+def row(what: str, unit: str, **figures) -> None:
+    """Print one line: each figure (None prints n/a) and the fused figure's ratio to the others."""
+    ROWS.append((what, unit, figures))
+    cells = "  ".join(f"{k} {f'{v:10.3f}' if v is not None else '       n/a'}" for k, v in figures.items())
+    print(f"{what:<34} {unit:<8} {cells}", flush=True)
+
+
+def chain_ember(x):
+    return ((x * 1.5 + 0.5).tanh() * x.sigmoid() + x * x) * 0.5
+
+
+def chain_torch(x):
+    return (torch.tanh(x * 1.5 + 0.5) * torch.sigmoid(x) + x * x) * 0.5
+
+
+def bench_chain(n: int, repeats: int) -> None:
+    x0 = np.random.default_rng(0).standard_normal(n).astype(np.float32)
+    gb = 8 * n / 1e9
+    figs = {}
+    for dev in ("cpu:fused", "cpu"):
+        x = ember.tensor(x0, device=dev)
+        figs["fused" if dev == "cpu:fused" else "numpy"] = gb / median_time(
+            lambda x=x: chain_ember(x).numpy(), repeats=repeats)
+    xt = torch.from_numpy(x0)
+    figs["torch"] = gb / median_time(lambda: chain_torch(xt), repeats=repeats)
+    figs["compile"] = None
+    try:
+        c = torch.compile(chain_torch)
+        c(xt)
+        figs["compile"] = gb / median_time(lambda: c(xt), repeats=repeats)
+    except Exception as e:  # noqa: BLE001
+        print(f"  (torch.compile failed: {type(e).__name__}: {str(e)[:120]})")
+    row(f"chain {n // 2**20}M float32", "GB/s", **figs)
+
+
+def _mlp_ember(dev: str, batch: int):
+    nn = ember.nn
+    ember.manual_seed(0)
+    model = nn.Sequential(nn.Linear(784, 512), nn.ReLU(), nn.Linear(512, 512), nn.ReLU(), nn.Linear(512, 10)).to(dev)
+    opt = ember.optim.SGD(model.parameters(), lr=0.01)
+    rng = np.random.default_rng(0)
+    x = ember.tensor(rng.standard_normal((batch, 784)).astype(np.float32), device=dev)
+    y = ember.tensor(rng.integers(0, 10, batch), device=dev)
+
+    def step():
+        opt.zero_grad()
+        loss = ember.nn.functional.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+        return loss.item()
+    return step
+
+
+def _mlp_torch(batch: int, compiled: bool):
+    tnn = torch.nn
+    torch.manual_seed(0)
+    model = tnn.Sequential(tnn.Linear(784, 512), tnn.ReLU(), tnn.Linear(512, 512), tnn.ReLU(), tnn.Linear(512, 10))
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    rng = np.random.default_rng(0)
+    x = torch.from_numpy(rng.standard_normal((batch, 784)).astype(np.float32))
+    y = torch.from_numpy(rng.integers(0, 10, batch))
+
+    def fwd_bwd():
+        loss = torch.nn.functional.cross_entropy(model(x), y)
+        loss.backward()
+        return loss
+
+    fb = torch.compile(fwd_bwd) if compiled else fwd_bwd
+
+    def step():
+        opt.zero_grad()
+        loss = fb()
+        opt.step()
+        return loss.item()
+    return step
+
+
+def bench_mlp(batch: int, repeats: int) -> None:
+    figs = {}
+    for dev, key in (("cpu:fused", "fused"), ("cpu", "numpy")):
+        step = _mlp_ember(dev, batch)
+        figs[key] = 1 / median_time(step, inner=10, repeats=repeats, warmup=3)
+    figs["torch"] = 1 / median_time(_mlp_torch(batch, False), inner=10, repeats=repeats, warmup=3)
+    figs["compile"] = None
+    try:
+        figs["compile"] = 1 / median_time(_mlp_torch(batch, True), inner=10, repeats=repeats, warmup=3)
+    except Exception as e:  # noqa: BLE001
+        print(f"  (torch.compile failed: {type(e).__name__}: {str(e)[:120]})")
+    row(f"MLP 784-512-512-10 step, batch {batch}", "steps/s", **figs)
+
+
+def bench_cnn(batch: int, repeats: int) -> None:
+    from ember.examples import mnist
+    rng = np.random.default_rng(0)
+    x0 = rng.standard_normal((batch, 1, 28, 28)).astype(np.float32)
+    y0 = rng.integers(0, 10, batch)
+    figs = {}
+    for dev, key in (("cpu:fused", "fused"), ("cpu", "numpy")):
+        ember.manual_seed(0)
+        model = mnist.MnistCNN().to(dev)
+        model.train()
+        opt = ember.optim.Adam(model.parameters(), lr=1e-3)
+        x, y = ember.tensor(x0, device=dev), ember.tensor(y0, device=dev)
+
+        def step(model=model, opt=opt, x=x, y=y):
+            opt.zero_grad()
+            loss = ember.nn.functional.cross_entropy(model(x), y)
+            loss.backward()
+            opt.step()
+            return loss.item()
+        figs[key] = 1 / median_time(step, inner=3, repeats=repeats, warmup=2)
+    tnn = torch.nn
+    torch.manual_seed(0)
+    tm = tnn.Sequential(
+        tnn.Conv2d(1, 32, 3, padding=1, bias=False), tnn.BatchNorm2d(32), tnn.ReLU(), tnn.MaxPool2d(2),
+        tnn.Conv2d(32, 64, 3, padding=1, bias=False), tnn.BatchNorm2d(64), tnn.ReLU(), tnn.MaxPool2d(2),
+        tnn.Flatten(), tnn.Dropout(0.25), tnn.Linear(64 * 7 * 7, 128), tnn.ReLU(), tnn.Dropout(0.25),
+        tnn.Linear(128, 10))
+    topt = torch.optim.Adam(tm.parameters(), lr=1e-3)
+    xt, yt = torch.from_numpy(x0), torch.from_numpy(y0)
+
+    def tstep():
+        topt.zero_grad()
+        loss = torch.nn.functional.cross_entropy(tm(xt), yt)
+        loss.backward()
+        topt.step()
+        return loss.item()
+    figs["torch"] = 1 / median_time(tstep, inner=3, repeats=repeats, warmup=2)
+    row(f"MNIST CNN step, batch {batch}", "steps/s", **figs)
+
+
+def bench_cold_start() -> None:
+    """The first fused chain in a fresh process with an empty kernel cache (generation + compile)."""
+    import tempfile
+    code = ("import time; t0 = time.perf_counter(); import ember; x = ember.ones(1000, device='cpu:fused'); "
+            "t1 = time.perf_counter(); ((x * 1.5 + 0.5).tanh() * x.sigmoid() + x * x).mul(0.5).numpy(); "
+            "print(time.perf_counter() - t1)")
+    with tempfile.TemporaryDirectory() as d:
+        env = dict(os.environ, EMBER_CACHE=d)
+        cold = float(subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                                    check=True).stdout.strip())
+        warm = float(subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                                    check=True).stdout.strip())
+    print(f"{'cold start, first fused chain':<34} {'s':<8} empty cache {cold:8.3f}  disk cache {warm:8.3f}")
+
+
+def bench_gpu(repeats: int) -> None:
+    try:
+        dev = ember.device("cuda")
+    except Exception as e:  # noqa: BLE001
+        print(f"# GPU section skipped: no ember CUDA device here ({type(e).__name__}: {str(e)[:100]})")
+        return
+    if not torch.cuda.is_available():
+        print("# GPU section skipped: PyTorch has no CUDA here")
+        return
+    print(f"# GPU: {torch.cuda.get_device_name()} (ember device {dev})")
+    n = 256 * 2**20
+    x = ember.randn(n, device="cuda")
+    xt = torch.randn(n, device="cuda")
+    sync = torch.cuda.synchronize
+    gb = 8 * n / 1e9
+    figs = {"ember": gb / median_time(lambda: chain_ember(x)._h, repeats=repeats, sync=lambda: x.sum().item()),
+            "torch": gb / median_time(lambda: chain_torch(xt), repeats=repeats, sync=sync)}
+    try:
+        c = torch.compile(chain_torch)
+        c(xt)
+        figs["compile"] = gb / median_time(lambda: c(xt), repeats=repeats, sync=sync)
+    except Exception:  # noqa: BLE001
+        figs["compile"] = None
+    row("chain 256M float32 (cuda)", "GB/s", **figs)
+    for name, fe, ft in (("softmax", lambda a: ember.nn.functional.softmax(a, -1), lambda a: torch.softmax(a, -1)),
+                         ("layer_norm", lambda a: ember.nn.functional.layer_norm(a, (4096,)),
+                          lambda a: torch.nn.functional.layer_norm(a, (4096,)))):
+        a = ember.randn(32768, 4096, device="cuda")
+        at = torch.randn(32768, 4096, device="cuda")
+        gbs = 8 * a.numel() / 1e9
+        f2 = {"ember": gbs / median_time(lambda fe=fe, a=a: fe(a)._h, repeats=repeats,
+                                         sync=lambda a=a: a.sum().item()),
+              "torch": gbs / median_time(lambda ft=ft, at=at: ft(at), repeats=repeats, sync=sync)}
+        try:
+            c = torch.compile(ft)
+            c(at)
+            f2["compile"] = gbs / median_time(lambda c=c, at=at: c(at), repeats=repeats, sync=sync)
+        except Exception:  # noqa: BLE001
+            f2["compile"] = None
+        row(f"{name} (32768, 4096) (cuda)", "GB/s", **f2)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--quick", action="store_true", help="smaller sizes and fewer repeats (a smoke run)")
+    ap.add_argument("--markdown", action="store_true", help="also print the table as markdown")
+    ap.add_argument("--only", default="chain,mlp,cnn,cold,gpu", help="comma-separated sections to run")
+    args = ap.parse_args(argv)
+    only = set(args.only.split(","))
+    repeats = 3 if args.quick else 7
+    print(f"# bench/fusion.py: ember {getattr(ember, '__version__', '?')}, torch {torch.__version__}, "
+          f"{os.cpu_count()} CPUs, threads torch={torch.get_num_threads()}")
+    print("# columns: fused = cpu:fused (Autodiff(Fusion(...))), numpy = cpu (unfused), torch = eager, "
+          "compile = torch.compile")
+    t0 = time.perf_counter()
+    if "chain" in only:
+        bench_chain(2**20 if args.quick else 16 * 2**20, repeats)
+    if "mlp" in only:
+        bench_mlp(128, repeats)
+    if "cnn" in only:
+        bench_cnn(64, repeats)
+    if "cold" in only:
+        bench_cold_start()
+    if "gpu" in only:
+        bench_gpu(repeats)
+    if args.markdown:
+        keys = sorted({k for _, _, f in ROWS for k in f}, key=lambda k: ["fused", "numpy", "ember", "torch",
+                                                                          "compile"].index(k))
+        print("\n| what | unit | " + " | ".join(keys) + " |")
+        print("|---|---|" + "---:|" * len(keys))
+        for what, unit, f in ROWS:
+            cells = " | ".join("n/a" if f.get(k) is None else f"{f[k]:.3f}" for k in keys)
+            print(f"| {what} | {unit} | {cells} |")
+    print(f"# total {time.perf_counter() - t0:.1f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,45 @@
+"""Fusion: the backend decorator that records ops lazily and runs them as fused ember.cube kernels.
+
+``Fusion(inner)`` wraps a backend whose handles cube can launch on (numpy arrays for the C target).
+The ``"cpu:fused"`` device is ``Autodiff(Fusion(CpuC()))`` when the compiled CPU backend and a C
+compiler are available, else ``Autodiff(Fusion(Numpy()))``. The guide is docs/fusion.md.
+
+>>> import ember
+>>> x = ember.ones(4, device="cpu:fused")
+>>> print(((x * 2).exp() + 1).sum().item() > 0)
+True
+"""
+
+from __future__ import annotations
+
+from .backend import Fusion, enabled, is_enabled
+
+__all__ = ["Fusion", "enabled", "is_enabled", "make_cpu_stack", "kernel_count"]
+
+
+def _cpu_inner():
+    """CpuC when it imports and a C compiler works, else the numpy backend."""
+    try:
+        from ...cube.runtime.c import compiler
+        from ..cpuc import CpuC
+        compiler()
+        return CpuC()
+    except Exception:  # noqa: BLE001 - any failure (no module, no compiler) means the numpy backend
+        from ..numpy import Numpy
+        return Numpy()
+
+
+def make_cpu_stack(index=None):
+    """The ``cpu:fused`` backend stack: ``Autodiff(Fusion(inner))`` (``index`` is unused)."""
+    from ..autodiff import Autodiff
+    return Autodiff(Fusion(_cpu_inner()))
+
+
+def kernel_count(device="cpu:fused") -> dict:
+    """The Fusion layer's counters on a device: fused kernels launched, ops run on the inner
+    backend, flushes. Tests pin fusion decisions with them."""
+    import ember
+    be = ember.device(device).backend
+    while not isinstance(be, Fusion):
+        be = be.inner
+    return be.stats

@@ -1,0 +1,507 @@
+"""Fusion(inner): the backend decorator that records ops lazily and runs them as fused kernels.
+
+``run`` records fusible ops (elementwise, casts, sum/mean/amax/amin, views of pending values,
+in-place writes into whole buffers) into a pending graph and returns a pending :class:`FH`; any
+other op is a *sync point*: the pending graph is flushed (:mod:`.schedule`), then the op runs on
+``inner`` with real arrays. ``read``, ``storage_offset``, ``data_ptr`` and a bound on the pending
+graph's size also flush.
+
+Semantics kept exact:
+
+* views of pending values read through strides and are rebuilt as real views when synced;
+* an in-place write (``assign`` or ``add_``, ...) into a whole buffer is recorded as a pending
+  write; later reads of that storage see the new value (the write's expression is forwarded to
+  them), earlier pending reads see the old one (the schedule orders them first, or snapshots);
+* ``storage()`` of a pending value is a token that stays its identity after it is materialised,
+  so autograd's saved-tensor version checks keep working.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+import weakref
+
+from ..meta import Meta, contiguous_strides, infer, is_view_op
+from . import composites, schedule
+from .codegen import ctype
+from .composites import COVERED
+from .graph import FH, Buf, N, Token, broadcast_to, load, push_view
+from .ops import BOOL_RESULT, ELEMENTWISE, REDUCTIONS, VIEWS, fusible_elementwise
+from .target import target_for
+
+_DEBUG = os.environ.get("EMBER_DEBUG", "") not in ("", "0")
+_STATE = {"enabled": os.environ.get("EMBER_FUSION", "1") not in ("0", "off", "false")}
+_SCALARS = frozenset({bool, int, float})
+_FREE = VIEWS | {"as_strided"}  # views of memory: no kernel, not counted as launches
+MAX_DEPTH = 200  # expression depth at which a value is written to memory (chains of thousands of ops)
+MAX_PENDING = 1024  # ops recorded before a forced flush (keeps trees, and flush latency, bounded)
+
+
+def is_enabled() -> bool:
+    """Whether Fusion records lazily (``EMBER_FUSION=0`` or :func:`enabled` turn it off)."""
+    return _STATE["enabled"]
+
+
+@contextlib.contextmanager
+def enabled(flag: bool = True):
+    """Turn fusion on or off inside a ``with`` block (off: every op runs eagerly on the inner backend).
+
+    >>> from ember.backend import fusion
+    >>> with fusion.enabled(False):
+    ...     pass  # ops here run one by one, for comparison
+    """
+    old = _STATE["enabled"]
+    _STATE["enabled"] = bool(flag)
+    try:
+        yield
+    finally:
+        _STATE["enabled"] = old
+
+
+class Fusion:
+    """Lazy recording and kernel fusion over ``inner`` (whose handles cube can launch on).
+
+    >>> from ember.backend.numpy import Numpy
+    >>> be = Fusion(Numpy())
+    """
+
+    def __init__(self, inner):
+        self.inner = inner
+        self.name = f"fusion({inner.name})"
+        self.device_type = inner.device_type
+        self.target = target_for(getattr(inner, "cube_device", "cpu"))
+        self._pending: list = []  # weakrefs to pending handles recorded since the last flush
+        self._writes: dict = {}  # storage id -> (dst Buf, value node, dst array): the last pending write
+        self._alias: dict = {}  # id(array) -> (weakref(array), token) for materialised pending results
+        self.stats = {"kernels": 0, "inner_ops": 0, "flushes": 0, "views": 0}
+        self._dtype_of = inner.dtype
+        self._strides_of = inner.strides
+
+    def __repr__(self) -> str:
+        return f"Fusion({self.inner!r})"
+
+    # ---- handles ---------------------------------------------------------------------------------
+    def _wrap(self, arr) -> FH:
+        return FH(arr.shape, self._dtype_of(arr), tuple(self._strides_of(arr)), arr=arr)
+
+    def _track(self, fh: FH) -> FH:
+        self._pending.append(weakref.ref(fh))
+        if len(self._pending) >= MAX_PENDING:
+            self.flush()
+        return fh
+
+    def _leaf(self, fh: FH) -> N:
+        """The expression reading ``fh``'s value."""
+        if fh.arr is None:
+            return fh.node
+        buf = fh.buf
+        if buf is None:
+            node = self._load_concrete(fh)
+            buf = fh.buf
+        else:
+            node = fh.node
+        if self._writes:
+            w = self._writes.get(buf.sid)
+            if w is not None:  # a pending write replaced this storage's contents: read its value
+                dbuf, value, darr = w
+                if fh.arr.shape == darr.shape and fh.arr.__array_interface__["data"][0] == \
+                        darr.__array_interface__["data"][0] and fh.strides == contiguous_strides(fh.shape):
+                    return value
+                self.flush()  # a partial view of a pending write: run the write first
+        return node
+
+    def _load_concrete(self, fh: FH) -> N:
+        arr = fh.arr
+        storage = self.inner.storage(arr)
+        r = self.target.flat(arr, storage)
+        if r is None:  # memory cube can't index (negative strides, foreign base): read a copy
+            arr = self.target.copy(arr)
+            storage = arr
+            r = self.target.flat(arr, arr)
+        flat, strides, offset = r
+        if strides is None:
+            strides = contiguous_strides(fh.shape)
+        buf = Buf(flat, fh.shape, fh.dtype)
+        buf.sid = id(storage)
+        buf.keep = storage  # the id stays valid while the load is pending
+        node = load(buf, fh.shape, strides, offset, fh.dtype)
+        fh.buf = buf
+        fh.node = node
+        return node
+
+    # ---- protocol --------------------------------------------------------------------------------
+    def run(self, op: str, inputs: tuple, attrs: dict):
+        if _STATE["enabled"]:
+            if op in ELEMENTWISE:
+                r = self._elementwise(op, inputs, attrs)
+                if r is not None:
+                    return r
+            elif op in REDUCTIONS:
+                r = self._reduce(op, inputs, attrs)
+                if r is not None:
+                    return r
+            elif op in VIEWS or op == "contiguous":
+                r = self._view(op, inputs, attrs)
+                if r is not None:
+                    return r
+            elif op in COVERED:
+                r = composites.run(self, op, inputs, attrs)
+                if r is not None:
+                    return r
+            elif op == "masked_fill":
+                r = self._masked_fill(*inputs)
+                if r is not None:
+                    return r
+            elif op == "assign":
+                r = self._inplace(inputs[0], inputs[1])
+                if r is not None:
+                    return r
+            elif op[-1] == "_" and op[:-1] in ELEMENTWISE:
+                x = inputs[0]
+                if x.__class__ is FH:
+                    r = self._elementwise(op[:-1], inputs, attrs)
+                    if r is not None:
+                        w = self._inplace(x, r)
+                        if w is not None:
+                            return w
+            elif op[-1] == "_" and op[:-1] in COVERED:
+                x = inputs[0]
+                if x.__class__ is FH:
+                    r = composites.run(self, op[:-1], inputs, attrs)
+                    if r is not None:
+                        w = self._inplace(x, r)
+                        if w is not None:
+                            return w
+        return self._sync_run(op, inputs, attrs)
+
+    def _sync_run(self, op, inputs, attrs):
+        if self._needs_flush(op, inputs):
+            self.flush()
+        if _DEBUG:
+            print(f"[ember.fusion] sync: {op} on the inner backend", file=sys.stderr, flush=True)
+        vals = tuple([x.arr if x.__class__ is FH else x for x in inputs])
+        self.stats["views" if op in _FREE else "inner_ops"] += 1
+        out = self.inner.run(op, vals, attrs)
+        if out.__class__ is tuple:
+            return tuple([self._wrap_out(o, inputs, vals) for o in out])
+        return self._wrap_out(out, inputs, vals)
+
+    def _needs_flush(self, op, inputs) -> bool:
+        """An op on the inner backend must see pending results and writes; one that writes must
+        also run after pending reads. An op on memory nothing pending touches can run right away."""
+        if not (self._pending or self._writes):
+            return False
+        if op[-1] == "_" or op == "assign":
+            return True
+        writes = self._writes
+        for x in inputs:
+            if x.__class__ is FH:
+                if x.arr is None:
+                    return True
+                if writes and id(self.inner.storage(x.arr)) in writes:
+                    return True
+        return False
+
+    def _wrap_out(self, o, inputs, vals):
+        if o is None:
+            return None
+        for x, v in zip(inputs, vals):  # an in-place op returns its input: keep the same handle
+            if o is v and x.__class__ is FH:
+                return x
+        return self._wrap(o)
+
+    def supports(self, op: str) -> bool:
+        # composites stay whole at this level (Autodiff records their own gradient rules, as on the
+        # unfused stack); composites.py computes the covered ones from fusible primitives
+        return self.inner.supports(op)
+
+    def write(self, array):
+        return self._wrap(self.inner.write(array))
+
+    def read(self, h):
+        if h.arr is None or self._writes:  # a pending write may target this memory
+            self.flush()
+        return self.inner.read(h.arr)
+
+    def shape(self, h):
+        return h.shape
+
+    def dtype(self, h):
+        return h.dtype
+
+    def meta(self, h):
+        return h.shape, h.dtype
+
+    def strides(self, h):
+        return h.strides
+
+    def storage(self, h):
+        if h.arr is None:
+            return h.token
+        return self._storage_of(h.arr)
+
+    def _storage_of(self, arr):
+        base = self.inner.storage(arr)
+        e = self._alias.get(id(base))
+        if e is not None and e[0]() is base:
+            return e[1]
+        return base
+
+    def storage_offset(self, h):
+        if h.arr is None or self._writes:
+            self.flush()
+        return self.inner.storage_offset(h.arr)
+
+    def data_ptr(self, h):
+        if h.arr is None or self._writes:
+            self.flush()
+        return self.inner.data_ptr(h.arr)
+
+    def nbytes(self, h):
+        if h.arr is None or self._writes:
+            self.flush()
+        return self.inner.nbytes(h.arr)
+
+    def __getattr__(self, name):  # other inner-backend extras: sync, then ask inner about the array
+        if name.startswith("__"):
+            raise AttributeError(name)
+        attr = getattr(self.inner, name)
+        if not callable(attr):
+            return attr
+
+        def call(*args, **kwargs):
+            self.flush()
+            return attr(*[a.arr if a.__class__ is FH else a for a in args], **kwargs)
+        return call
+
+    def flush(self) -> None:
+        """Run everything pending (the sync point)."""
+        if self._pending or self._writes:
+            schedule.flush(self)
+
+    # ---- recording -------------------------------------------------------------------------------
+    def _elementwise(self, op, inputs, attrs):
+        hs = [x for x in inputs if x.__class__ is FH]
+        if not hs or (attrs and op != "cast"):
+            return None
+        shape = hs[0].shape
+        for h in hs:
+            if h.shape != shape:
+                try:
+                    shape = _broadcast(shape, h.shape)
+                except ValueError:
+                    return None
+        if op == "where":
+            vals = [x for x in inputs[1:] if x.__class__ is FH]
+            if not vals:
+                return None
+            comp = vals[0].dtype
+        elif op == "cast":
+            comp = hs[0].dtype
+        else:
+            comp = inputs[0].dtype if inputs[0].__class__ is FH else hs[0].dtype
+        ct = ctype(comp)
+        if op == "cast":
+            out = attrs["dtype"]
+        elif op in BOOL_RESULT:
+            out = _BOOL
+        else:
+            out = comp
+        ot = ctype(out)
+        in_types = tuple(ctype(h.dtype) for h in hs) if op != "where" else (ct,)
+        if op not in ("cast", "where") and any(t != ct for t in in_types):
+            return None  # mixed dtypes: the frontend normally promotes first
+        if not fusible_elementwise(op, in_types if op != "where" else (ct,), ot):
+            return None
+        if op == "where" and ctype(inputs[0].dtype if inputs[0].__class__ is FH else None) != "bool_" \
+                and inputs[0].__class__ is FH:
+            return None
+        kids = []
+        for k, x in enumerate(inputs):
+            if x.__class__ is FH:
+                kids.append(broadcast_to(self._leaf(x), shape))
+            elif x is None:
+                if op != "clamp":
+                    return None
+                kids.append(None)
+            elif x.__class__ in _SCALARS:
+                if op == "where" and k == 0:
+                    return None
+                kids.append(N("sc", (), shape, comp, x))
+            else:
+                return None
+        attrs_t = attrs.get("dtype") if op == "cast" else None
+        node = N(op, tuple(kids), shape, out, attrs_t)
+        if all(k is None or k.op == "ld" or k.op == "sc" for k in kids) and all(h.arr is not None for h in hs):
+            node.src = (op, inputs, attrs)  # alone in a kernel, it runs on the inner backend instead
+        fh = FH(shape, out, contiguous_strides(shape), node=node, token=Token())
+        if node.depth > MAX_DEPTH:  # a very long chain: write this value, later ops read it
+            fh.buf = Buf(None, shape, out, producer=node)
+            fh.node = load(fh.buf, shape, fh.strides, 0, out)
+        return self._track(fh)
+
+    def _masked_fill(self, x, mask, value):
+        """masked_fill(x, mask, value) is where(mask, value, x), the value cast to x's dtype."""
+        if x.__class__ is not FH or mask.__class__ is not FH or ctype(mask.dtype) != "bool_":
+            return None
+        if value.__class__ is FH:
+            if value.shape != () or ctype(value.dtype) is None:
+                return None
+            if value.dtype != x.dtype:
+                value = self._elementwise("cast", (value,), {"dtype": x.dtype})
+                if value is None:
+                    return None
+        elif value.__class__ not in _SCALARS:
+            return None
+        return self._elementwise("where", (mask, value, x), {})
+
+    def _reduce(self, op, inputs, attrs):
+        x = inputs[0]
+        if x.__class__ is not FH:
+            return None
+        out = attrs.get("dtype") or x.dtype
+        it, ot = ctype(x.dtype), ctype(out)
+        if it is None or ot is None or it == "bool_" and op in ("amax", "amin", "mean"):
+            return None
+        if op in ("mean", "var") and ot not in ("f32", "f64"):
+            return None
+        dims = tuple(attrs.get("dim") or ())
+        keep = attrs.get("keepdim", False)
+        nd = len(x.shape)
+        rd = set(range(nd)) if not dims else set(dims)
+        if op in ("amax", "amin") and any(x.shape[d] == 0 for d in rd):
+            return None  # the inner backend raises the error
+        shape = tuple((1 if d in rd else n) for d, n in enumerate(x.shape)) if keep else \
+            tuple(n for d, n in enumerate(x.shape) if d not in rd)
+        if op == "var":
+            corr = attrs.get("correction", 1)
+            if ot not in ("f32", "f64") or int(corr) != corr:
+                return None
+            red_attrs = (op, tuple(sorted(rd)), keep, int(corr))
+        else:
+            red_attrs = (op, tuple(sorted(rd)), keep)
+        red = N("red", (self._leaf(x),), shape, out, red_attrs)
+        if x.arr is not None and red.args[0].op == "ld":
+            red.src = (op, inputs, attrs)
+        buf = Buf(None, shape, out, producer=red)
+        fh = FH(shape, out, contiguous_strides(shape), node=load(buf, shape, contiguous_strides(shape), 0, out),
+                token=Token())
+        fh.buf = buf
+        return self._track(fh)
+
+    def _view(self, op, inputs, attrs):
+        x = inputs[0]
+        if x.__class__ is not FH:
+            return None
+        if x.arr is not None:
+            return None  # a view of real memory: the inner backend makes it (a sync point costs nothing)
+        if op == "contiguous":
+            if x.strides == contiguous_strides(x.shape):
+                return x
+            node = N("copy", (x.node,), x.shape, x.dtype)
+            return self._track(FH(x.shape, x.dtype, contiguous_strides(x.shape), node=node, token=Token()))
+        m = Meta(x.shape, x.dtype, x.strides)
+        r = infer(op, (m,), attrs)
+        if r is None:
+            return None
+        out = r[0]
+        view = is_view_op(op, (m,), attrs)
+        node = push_view(x.node, op, attrs, out.shape)
+        if node is None:  # the view can't be expressed on the leaves: x gets a buffer of its own
+            node = push_view(self._force(x), op, attrs, out.shape)
+            if node is None:
+                return None
+        if view:
+            fh = FH(out.shape, x.dtype, out.strides, node=node, token=x.token)
+            fh.view_of = (x, op, attrs)
+            x.viewed = True
+        else:
+            fh = FH(out.shape, x.dtype, contiguous_strides(out.shape), node=node, token=Token())
+        return self._track(fh)
+
+    def _force(self, x: FH) -> N:
+        """A load of ``x``'s value from a buffer of its own (``x`` pending; made at the flush)."""
+        if x.buf is None:
+            x.buf = Buf(None, x.shape, x.dtype, producer=x.node)
+        return load(x.buf, x.shape, contiguous_strides(x.shape), 0, x.dtype)
+
+    def _inplace(self, dst, src):
+        """``dst`` gets ``src``'s value (the frontend rebinds its tensor to the handle returned)."""
+        if dst.__class__ is not FH:
+            return None
+        if dst.arr is not None or dst.write is not None:
+            return self._assign(dst, src)
+        if dst.view_of is not None or dst.viewed or ctype(dst.dtype) is None:
+            return None  # other handles read this pending memory through views: run it for real
+        if src.__class__ is FH:
+            if ctype(src.dtype) is None:
+                return None
+            value = broadcast_to(self._leaf(src), dst.shape)
+        elif src.__class__ in _SCALARS:
+            value = N("sc", (), dst.shape, dst.dtype, src)
+        else:
+            return None
+        if value.dtype != dst.dtype:
+            value = N("cast", (value,), dst.shape, dst.dtype, dst.dtype)
+        # a pending value nobody views: the handle itself takes the new value (same storage token)
+        dst.node = value
+        dst.buf = None
+        return dst
+
+    def _assign(self, dst, src):
+        if dst.arr is None:  # a pending write: write its destination again
+            dst = self._wrap(dst.write[1])
+        arr = dst.arr
+        dt = ctype(dst.dtype)
+        if dt is None or not arr.flags.c_contiguous or not arr.flags.writeable:
+            return None
+        storage = self.inner.storage(arr)
+        if storage is not arr and not (storage.size == arr.size and storage.__array_interface__["data"][0] ==
+                                       arr.__array_interface__["data"][0]):
+            return None  # a write into part of a buffer: run it on the inner backend
+        if src.__class__ is FH:
+            if ctype(src.dtype) is None:
+                return None
+            value = broadcast_to(self._leaf(src), dst.shape)
+        elif src.__class__ in _SCALARS:
+            value = N("sc", (), dst.shape, dst.dtype, src)
+        else:
+            return None
+        if value.dtype != dst.dtype:
+            value = N("cast", (value,), dst.shape, dst.dtype, dst.dtype)
+        if dst.buf is None:
+            self._load_concrete(dst)
+        dbuf = dst.buf
+        self._writes[dbuf.sid] = (dbuf, value, arr)
+        fh = FH(dst.shape, dst.dtype, dst.strides, node=value, token=self._storage_of(arr))
+        fh.write = (dbuf, arr)
+        return self._track(fh)
+
+
+_BOOL = None
+
+
+def _broadcast(a: tuple, b: tuple) -> tuple:
+    n = max(len(a), len(b))
+    a = (1,) * (n - len(a)) + tuple(a)
+    b = (1,) * (n - len(b)) + tuple(b)
+    out = []
+    for x, y in zip(a, b):
+        if x == y or y == 1:
+            out.append(x)
+        elif x == 1:
+            out.append(y)
+        else:
+            raise ValueError("shapes do not broadcast")
+    return tuple(out)
+
+
+def _init():
+    global _BOOL
+    from ... import _dtype
+    _BOOL = _dtype.bool
+
+
+_init()

@@ -1,0 +1,310 @@
+"""Fusion(inner): lazy recording, fused kernels, sync points, views, in-place writes, and the
+number of kernels known patterns launch (pinned so a regression in fusion decisions shows)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import ember
+import ember.nn.functional as F
+from ember.backend import fusion
+from ember.backend.autodiff import Autodiff
+from ember.backend.fusion import Fusion
+from ember.backend.fusion.graph import FH
+
+try:
+    from ember.cube.runtime.c import compiler
+    compiler()
+except Exception:  # noqa: BLE001
+    pytest.skip("Fusion on the CPU needs a C compiler", allow_module_level=True)
+
+DEV = "cpu:fused"
+
+
+def _fusion() -> Fusion:
+    be = ember.device(DEV).backend
+    while not isinstance(be, Fusion):
+        be = be.inner
+    return be
+
+
+class Launches:
+    """Counts what a block of code launches: fused kernels plus ops run on the inner backend."""
+
+    def __enter__(self):
+        self.fu = _fusion()
+        self.fu.flush()
+        self.start = dict(self.fu.stats)
+        return self
+
+    def __exit__(self, *exc):
+        self.fu.flush()
+        d = {k: self.fu.stats[k] - self.start[k] for k in self.start}
+        self.kernels, self.inner = d["kernels"], d["inner_ops"]
+        self.total = self.kernels + self.inner
+
+
+def t(a, **kw):
+    return ember.tensor(np.asarray(a), device=DEV, **kw)
+
+
+def test_stack():
+    be = ember.device(DEV).backend
+    assert isinstance(be, Autodiff) and isinstance(be.inner, Fusion)
+
+
+def test_chain_is_one_kernel_and_correct():
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((37, 53)).astype(np.float32)
+    with Launches() as n:
+        xt = t(x)
+        y = ((xt * 1.5 + 0.5).tanh() * xt.sigmoid() + xt * xt) * 0.5
+        got = y.numpy()
+    want = (np.tanh(x * 1.5 + 0.5) * (1 / (1 + np.exp(-x))) + x * x) * 0.5
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+    assert n.kernels == 1
+
+
+def test_results_are_lazy_until_read():
+    x = t(np.ones(4, np.float32))
+    y = x * 2 + 1
+    assert isinstance(y._h.value if hasattr(y._h, "value") else y._h, FH)
+    h = y._h
+    assert h.arr is None and y.shape == (4,) and y.dtype == ember.float32 and y.stride() == (1,)
+    np.testing.assert_array_equal(y.numpy(), [3, 3, 3, 3])
+    assert h.arr is not None
+
+
+def test_broadcast_views_and_casts():
+    rng = np.random.default_rng(1)
+    a = rng.standard_normal((4, 1, 6)).astype(np.float32)
+    b = rng.standard_normal((5, 6)).astype(np.float32)
+    c = rng.standard_normal((6, 4)).astype(np.float64)
+    at, bt, ct = t(a), t(b), t(c)
+    y = (at.exp() + bt)  # (4, 5, 6)
+    z = y.permute(2, 0, 1)[1:5, :, ::2]  # a view of a pending value: read through strides
+    w = (z * 2).to(ember.float64) + ct[1:5].reshape(4, 4, 1)
+    want_y = np.exp(a) + b
+    want = (want_y.transpose(2, 0, 1)[1:5, :, ::2] * 2).astype(np.float64) + c[1:5].reshape(4, 4, 1)
+    np.testing.assert_allclose(w.numpy(), want, rtol=1e-6)
+    np.testing.assert_allclose(z.numpy(), want_y.transpose(2, 0, 1)[1:5, :, ::2], rtol=1e-6)
+    assert z.stride() == (1, 30, 12)  # the view's layout over y's (4, 5, 6) storage
+
+
+def test_view_of_pending_value_aliases_its_base():
+    x = t(np.arange(6, dtype=np.float32).reshape(2, 3))
+    y = x + 1
+    v = y.t()  # a view: shares y's storage once both are in memory
+    y.mul_(10)
+    np.testing.assert_array_equal(v.numpy(), ((np.arange(6).reshape(2, 3) + 1) * 10).T)
+    np.testing.assert_array_equal(y.numpy(), (np.arange(6).reshape(2, 3) + 1) * 10)
+
+
+@pytest.mark.parametrize("op", ["sum", "mean", "amax", "amin", "var"])
+@pytest.mark.parametrize("dim,keepdim", [((1,), False), ((0, 2), True), ((), False), ((2,), True)])
+def test_reductions_with_prologue(op, dim, keepdim):
+    rng = np.random.default_rng(2)
+    x = rng.standard_normal((3, 4, 5)).astype(np.float32)
+    xt = t(x)
+    pro = (xt * 2).exp()
+    d = dim or None
+    if op == "var":
+        r = pro.var(dim=d, keepdim=keepdim)
+        want = np.var(np.exp(x * 2).astype(np.float64), axis=d, keepdims=keepdim, ddof=1)
+    else:
+        r = getattr(pro, op)(dim=d, keepdim=keepdim) if d is not None else getattr(pro, op)()
+        want = getattr(np, {"amax": "max", "amin": "min"}.get(op, op))(np.exp(x * 2).astype(np.float64), axis=d,
+                                                                          keepdims=keepdim if d is not None else False)
+    np.testing.assert_allclose(r.numpy(), want, rtol=2e-5)
+    assert r.dtype == ember.float32
+
+
+def test_integer_and_bool_ops():
+    a = t(np.array([[1, -2, 3], [4, 5, -6]], np.int64))
+    m = (a > 0) & (a < 5)
+    s = (a * 3 - 1).sum(dim=1)
+    np.testing.assert_array_equal(m.numpy(), [[True, False, True], [True, False, False]])
+    np.testing.assert_array_equal(s.numpy(), [3 * 2 - 3, 3 * 3 - 3])
+    assert s.dtype == ember.int64 and m.dtype == ember.bool
+
+
+def test_inplace_write_orders_after_pending_reads():
+    x = t(np.arange(4, dtype=np.float32))
+    before = x * 2  # pending: must see x before the write
+    x.add_(100)
+    after = x * 2  # recorded after the write: sees it
+    xv = x[1:3]  # a view of the written storage
+    np.testing.assert_array_equal(before.numpy(), [0, 2, 4, 6])
+    np.testing.assert_array_equal(after.numpy(), [200, 202, 204, 206])
+    np.testing.assert_array_equal(xv.numpy(), [101, 102])
+    np.testing.assert_array_equal(x.numpy(), [100, 101, 102, 103])
+
+
+def test_write_with_transposed_read_of_itself():
+    x = t(np.arange(9, dtype=np.float32).reshape(3, 3))
+    x.copy_(x.t() + 0)  # reads other elements of the storage it writes: needs a snapshot
+    np.testing.assert_array_equal(x.numpy(), np.arange(9).reshape(3, 3).T)
+
+
+def test_storage_identity_is_stable():
+    be = ember.device(DEV).backend
+    x = t(np.ones(3, np.float32))
+    y = x * 3
+    s0 = be.storage(y._h)
+    y.numpy()
+    assert be.storage(y._h) is s0
+    assert be.storage(y[1:]._h) is s0
+
+
+def test_dead_intermediates_are_not_written():
+    x = t(np.ones(1000, np.float32))
+    with Launches() as n:
+        y = x
+        for _ in range(6):
+            y = y * 1.5 + 1.0
+        total = y.sum()
+        del y  # nobody holds the chain's values: they stay in registers
+        total.item()
+    # the chain is inlined into the reduction's prologue: nothing but the result is written
+    assert n.total == 1
+
+
+def test_unsupported_op_is_a_sync_point():
+    x = t(np.arange(6, dtype=np.float32))
+    y = (x + 1).flip(0) * 2  # flip is not fused: its input is materialised, it runs on the inner backend
+    np.testing.assert_array_equal(y.numpy(), (np.arange(6) + 1)[::-1] * 2)
+
+
+def test_autograd_through_fusion():
+    rng = np.random.default_rng(3)
+    x0 = rng.standard_normal((8, 16)).astype(np.float32)
+    x = t(x0, requires_grad=True)
+    y = (x.tanh() * x.sigmoid()).sum()
+    y.backward()
+    import torch
+    xt = torch.tensor(x0, requires_grad=True)
+    (xt.tanh() * xt.sigmoid()).sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), xt.grad.numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_switch_off_runs_eagerly_with_same_results():
+    x0 = np.linspace(-2, 2, 50, dtype=np.float32)
+    on = ((t(x0) * 1.5 + 0.5).tanh() * 0.5).numpy()
+    with Launches() as n, fusion.enabled(False):
+        off = ((t(x0) * 1.5 + 0.5).tanh() * 0.5).numpy()
+    assert n.kernels == 0 and n.inner == 4
+    np.testing.assert_allclose(on, off, rtol=1e-6)
+    assert fusion.is_enabled()
+
+
+def test_debug_prints_kernels(monkeypatch, capfd):
+    from ember.backend.fusion import schedule
+    monkeypatch.setenv("EMBER_DEBUG", "fusion")
+    x = t(np.ones(3, np.float32))
+    ((x + 2) * 3).numpy()
+    err = capfd.readouterr().err
+    assert "[ember.fusion] kernel" in err and "def fused_ew" in err
+    assert schedule._debug()
+
+
+def test_repeated_step_reuses_kernels():
+    from ember.backend.fusion import codegen
+    x = t(np.ones((16, 8), np.float32))
+    for _ in range(2):
+        F.softmax(x * 2, dim=-1).numpy()
+    n = len(codegen._KERNELS)
+    for k in range(3):
+        F.softmax(x * (k + 3), dim=-1).numpy()  # new scalar values: runtime arguments, same kernels
+    assert len(codegen._KERNELS) == n
+
+
+# ---- kernel counts of known patterns --------------------------------------------------------------
+def test_softmax_launches():
+    x = t(np.random.default_rng(4).standard_normal((64, 128)).astype(np.float32))
+    with Launches() as n:
+        y = F.softmax(x, dim=-1)
+        got = y.numpy()
+    import torch
+    np.testing.assert_allclose(got, torch.softmax(torch.tensor(x.numpy()), -1).numpy(), rtol=1e-5, atol=1e-7)
+    assert n.total == 3  # max, sum of exp, normalise
+
+
+def test_layer_norm_launches():
+    rng = np.random.default_rng(5)
+    x = t(rng.standard_normal((32, 64)).astype(np.float32))
+    w, b = t(rng.standard_normal(64).astype(np.float32)), t(rng.standard_normal(64).astype(np.float32))
+    with Launches() as n:
+        got = F.layer_norm(x, (64,), w, b).numpy()
+    import torch
+    want = torch.nn.functional.layer_norm(torch.tensor(x.numpy()), (64,), torch.tensor(w.numpy()),
+                                          torch.tensor(b.numpy())).numpy()
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+    assert n.total == 3  # mean, var, normalise-scale-shift
+
+
+def test_gelu_mlp_block_launches():
+    rng = np.random.default_rng(6)
+    x = t(rng.standard_normal((16, 32)).astype(np.float32))
+    w1 = t(rng.standard_normal((64, 32)).astype(np.float32) * 0.1)
+    b1 = t(rng.standard_normal(64).astype(np.float32))
+    w2 = t(rng.standard_normal((32, 64)).astype(np.float32) * 0.1)
+    b2 = t(rng.standard_normal(32).astype(np.float32))
+    with Launches() as n:
+        h = F.gelu(F.linear(x, w1, b1), approximate="tanh")
+        y = F.linear(h, w2, b2) + x  # residual
+        got = y.numpy()
+    import torch
+    T = torch.tensor
+    want = torch.nn.functional.linear(torch.nn.functional.gelu(
+        torch.nn.functional.linear(T(x.numpy()), T(w1.numpy()), T(b1.numpy())), approximate="tanh"),
+        T(w2.numpy()), T(b2.numpy())) + T(x.numpy())
+    np.testing.assert_allclose(got, want.numpy(), rtol=1e-4, atol=1e-5)
+    # two matmuls on the inner backend (BLAS); bias + GELU one kernel; bias + residual one kernel
+    assert n.inner == 2 and n.kernels == 2
+
+
+def test_adam_update_launches():
+    rng = np.random.default_rng(7)
+    p0 = rng.standard_normal(256).astype(np.float32)
+    p = t(p0, requires_grad=True)
+    opt = ember.optim.Adam([p], lr=1e-2)
+    import torch
+    pt = torch.tensor(p0, requires_grad=True)
+    topt = torch.optim.Adam([pt], lr=1e-2)
+    for step in range(3):
+        opt.zero_grad()
+        (p * p).sum().backward()
+        topt.zero_grad()
+        (pt * pt).sum().backward()
+        topt.step()
+        with Launches() as n:
+            opt.step()
+        if step > 0:
+            # m, v and p are written by one kernel; the step counter is the other
+            assert n.total == 2, (n.kernels, n.inner)
+    np.testing.assert_allclose(p.detach().numpy(), pt.detach().numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_long_chains_and_the_pending_bound():
+    x = t(np.ones((4, 3), np.float32))
+    y = x
+    for _ in range(1500):  # deeper than MAX_DEPTH, longer than MAX_PENDING
+        y = y + 1
+    z = (y[:, :1] * x).permute(1, 0) + y.t()
+    np.testing.assert_array_equal(z.numpy(), np.full((3, 4), 3002.0))
+
+
+def test_bool_sum_and_masked_fill():
+    m = t(np.array([[True, False, True], [False, False, True]]))
+    x = t(np.arange(6, dtype=np.float64).reshape(2, 3))
+    np.testing.assert_array_equal(m.sum(dim=1).numpy(), [2, 1])
+    np.testing.assert_array_equal((x * 2).masked_fill(m, -1.0).numpy(), [[-1, 2, -1], [6, 8, -1]])
+
+
+def test_softmax_with_infinities_matches_torch():
+    import torch
+    x0 = np.array([[np.inf, -np.inf, 0, 1], [-np.inf, -np.inf, -np.inf, -np.inf], [1, 2, 3, 4]], np.float32)
+    got = F.softmax(t(x0), dim=1).numpy()
+    want = torch.softmax(torch.tensor(x0), 1).numpy()
+    np.testing.assert_allclose(got, want, rtol=1e-6, equal_nan=True)
