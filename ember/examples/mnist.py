@@ -141,6 +141,18 @@ def predict(model: MnistCNN, images: np.ndarray) -> np.ndarray:
         return model.eval()(x).softmax(-1).numpy()
 
 
+def resolve_device(spec: str) -> str:
+    """``auto`` -> the compiled CPU backend when a C compiler works (it trains this CNN about 1.4x
+    faster than the numpy backend), else plain ``cpu``; other names pass through."""
+    if spec != "auto":
+        return spec
+    try:
+        ember.device("cpu:compiled")
+    except ember.BackendUnavailable:
+        return "cpu"
+    return "cpu:compiled"
+
+
 def build(args: argparse.Namespace):
     """(learner, model) for the command-line arguments."""
     from ember.data import DataLoader
@@ -161,7 +173,7 @@ def build(args: argparse.Namespace):
                       checkpoint_every_steps=20,
                       monitor="val_accuracy", mode="max", log_dir=args.out,
                       dashboard=None if args.dashboard == "none" else args.dashboard, seed=args.seed,
-                      device=args.device)
+                      device=resolve_device(args.device))
     return learner, model
 
 
@@ -177,7 +189,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--dashboard", choices=("auto", "tui", "plain", "none"), default="auto",
                    help="auto: the live dashboard in a terminal, one line per epoch otherwise")
     p.add_argument("--resume", action="store_true", help="continue from the last checkpoint in --out")
-    p.add_argument("--device", default="cpu", help="where to train: cpu, cpu:compiled, cuda, wgpu, ...")
+    p.add_argument("--device", default="auto",
+                   help="where to train: cpu, cpu:compiled, cuda, wgpu, ... (auto: cpu:compiled when a C compiler "
+                        "works, else cpu)")
     return p
 
 
