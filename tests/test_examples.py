@@ -54,6 +54,23 @@ def test_read_digit_inverts_scales_and_centres(tmp_path):
     assert abs((rows.min() + rows.max()) / 2 - 13.5) <= 1 and abs((cols.min() + cols.max()) / 2 - 13.5) <= 1
 
 
+@needs_mnist
+def test_read_digit_keeps_an_mnist_digit(tmp_path):
+    """An MNIST digit saved as a file comes back at MNIST's size and place: the margins around the
+    ink don't shrink it."""
+    val = mnist.datasets()[1]
+    for i in range(0, 100, 10):
+        image = val.data[i].numpy() if hasattr(val.data, "numpy") else np.asarray(val.data[i])
+        image = image.reshape(28, 28).astype(np.uint8)
+        png = tmp_path / f"d{i}.png"
+        Image.fromarray(image).save(png)
+        got = mnist.read_digit(str(png)).astype(np.float64)
+        rows, cols = np.nonzero(got > 0.2 * got.max())
+        assert max(rows.max() - rows.min(), cols.max() - cols.min()) + 1 >= 18, i
+        a, b = got.ravel() - got.mean(), image.astype(np.float64).ravel() - image.mean()
+        assert a @ b / np.sqrt((a @ a) * (b @ b)) > 0.6, i
+
+
 def test_read_digit_errors(tmp_path):
     bad = tmp_path / "x.png"
     bad.write_bytes(b"not an image")

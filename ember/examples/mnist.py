@@ -106,8 +106,8 @@ def read_digit(path: str) -> np.ndarray:
     """An image file -> a 28x28 uint8 digit, white on black like MNIST (Pillow reads the file).
 
     Colour becomes grey; a light background (a dark digit on paper) is inverted; the picture is
-    scaled to fit 20x20 keeping its aspect ratio and centred on a 28x28 black canvas, as MNIST's
-    digits were prepared.
+    cropped to the ink, scaled to fit 20x20 keeping its aspect ratio and centred on a 28x28 black
+    canvas, as MNIST's digits were prepared.
     """
     try:
         from PIL import Image
@@ -124,6 +124,11 @@ def read_digit(path: str) -> np.ndarray:
     border = np.concatenate([grey[0], grey[-1], grey[:, 0], grey[:, -1]])
     if border.mean() > 127:  # dark ink on a light background
         grey = 255 - grey
+    # crop to the ink, so margins don't shrink the digit (an MNIST file or a photo with paper around it)
+    ink = np.argwhere(grey > 0.2 * grey.max()) if grey.max() > 0 else np.empty((0, 2), int)
+    if len(ink):
+        (top, left), (bottom, right) = ink.min(0), ink.max(0) + 1
+        grey = grey[top:bottom, left:right]
     h, w = grey.shape
     scale = 20 / max(h, w)
     size = (max(1, round(w * scale)), max(1, round(h * scale)))
