@@ -16,12 +16,6 @@ from tests import test_registry, test_registry_grad
 ember.register_device("cudasim", lambda index: Autodiff(Cuda._with_array_module(np)))
 SIM = "cudasim"
 # samples that build some arguments on the CPU whatever the device (a registry matter, not a backend one)
-_CPU_ARGS = {
-    "batch_norm": "the sample makes running_mean/var with ember.tensor(...) on the CPU",
-    "instance_norm": "the sample makes running_mean/var with ember.tensor(...) on the CPU",
-    "promotion: where": "mixes a 0-d CPU tensor with a device tensor (PyTorch allows that for CUDA; ember's "
-                        "frontend does not yet)",
-}
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
 
 
@@ -33,19 +27,11 @@ CASES = [c for c in test_registry.CASES if c[1] in _DTYPES]
 
 @pytest.mark.parametrize("case", CASES, ids=[test_registry._id(c) for c in CASES])
 def test_registry_op_on_cuda_code(case):
-    if case[0].name in _CPU_ARGS:
-        pytest.skip(_CPU_ARGS[case[0].name])
     test_registry.test_op_matches_torch(case, SIM)
 
 
 @pytest.mark.parametrize("op", test_registry_grad.GRAD_OPS, ids=[op.name for op in test_registry_grad.GRAD_OPS])
-def test_registry_grad_on_cuda_code(op, monkeypatch):
-    if op.name in _CPU_ARGS:
-        pytest.skip(_CPU_ARGS[op.name])
-    # the finite-difference path of the gradient harness reads results with .numpy(), which only the
-    # "cpu" device type allows; copying is what it means here
-    plain = ember.Tensor.numpy
-    monkeypatch.setattr(ember.Tensor, "numpy", lambda self, force=False: plain(self, force=True))
+def test_registry_grad_on_cuda_code(op):
     test_registry_grad.test_grad_matches_torch(op, SIM)
 
 

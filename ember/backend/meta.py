@@ -22,12 +22,12 @@ from __future__ import annotations
 import math
 from typing import NamedTuple
 
-import numpy as np
-
 from .. import _dtype as dt
+from .._shape import broadcast_shapes, contiguous_strides, infer_size, reduced_shape, view_strides
 from .base import BINARY, UNARY
 
-__all__ = ["Meta", "infer", "contiguous_strides", "is_view_op", "VIEW_OPS", "INPLACE_OPS"]
+__all__ = ["Meta", "infer", "contiguous_strides", "is_contiguous", "conv_out_size", "is_view_op", "VIEW_OPS",
+           "INPLACE_OPS"]
 
 
 class Meta(NamedTuple):
@@ -55,18 +55,23 @@ def is_view_op(op: str, inputs: tuple = (), attrs: dict | None = None) -> bool:
     if op in ("reshape", "contiguous") and inputs:
         x = inputs[0]
         if op == "contiguous":
-            return x.strides == contiguous_strides(x.shape)
+            return is_contiguous(x)
         return _reshape_strides(x, tuple(attrs["shape"])) is not None
     return True
 
 
-def contiguous_strides(shape: tuple) -> tuple:
-    """C-order element strides (size-1 and empty dims get the stride numpy gives them)."""
-    strides, step = [], 1
-    for n in reversed(shape):
-        strides.append(step)
-        step *= max(n, 1)
-    return tuple(reversed(strides))
+def is_contiguous(x: Meta) -> bool:
+    """C-contiguous as numpy and PyTorch judge it: strides of size-1 dims don't matter, and a tensor
+    without elements always is."""
+    if 0 in x.shape:
+        return True
+    return all(s == c for s, c, n in zip(x.strides, contiguous_strides(x.shape), x.shape) if n != 1)
+
+
+def conv_out_size(n: int, lo: int, hi: int, k: int, s: int, d: int) -> int:
+    """Output length of a window op (conv, pool, im2col) over ``n`` with padding ``lo``/``hi``,
+    kernel ``k``, stride ``s`` and dilation ``d``: every backend's conv family sizes with this."""
+    return (n + lo + hi - d * (k - 1) - 1) // s + 1
 
 
 def _new(shape, dtype) -> tuple:
@@ -75,7 +80,7 @@ def _new(shape, dtype) -> tuple:
 
 
 def _broadcast(*shapes) -> tuple:
-    return tuple(np.broadcast_shapes(*shapes))
+    return broadcast_shapes(*shapes)
 
 
 _BOOL_UNARY = frozenset({"isnan", "isinf", "isfinite", "logical_not", "signbit"})
@@ -100,11 +105,8 @@ def _elementwise(op, inputs, attrs):
 
 
 def _reduced(x: Meta, dim, keepdim) -> tuple:
-    dims = range(len(x.shape)) if dim is None or dim == () else [dim] if isinstance(dim, int) else dim
-    dims = set(dims)
-    if keepdim:
-        return tuple(1 if i in dims else n for i, n in enumerate(x.shape))
-    return tuple(n for i, n in enumerate(x.shape) if i not in dims)
+    dims = None if dim == () else (dim,) if isinstance(dim, int) else dim
+    return reduced_shape(x.shape, dims, keepdim)
 
 
 def _reduction(op, inputs, attrs):
@@ -130,31 +132,15 @@ def _scan(op, inputs, attrs):
 
 def _reshape_strides(x: Meta, shape: tuple):
     """The strides of ``x`` viewed as ``shape`` without a copy, or None when a copy is needed."""
-    if math.prod(shape) == 0 or x.strides == contiguous_strides(x.shape):
+    if math.prod(shape) == 0 or is_contiguous(x):
         return contiguous_strides(shape)
-    # numpy's rule (the same as PyTorch's view): a fake array with x's layout over one element
-    # answers without touching memory, and refuses with copy=False when the layout can't be kept
-    item = 8
-    fake = np.lib.stride_tricks.as_strided(np.empty(1, np.int64), x.shape, tuple(s * item for s in x.strides))
-    try:
-        view = np.reshape(fake, shape, copy=False)
-    except ValueError:
-        return None
-    return tuple(s // item for s in view.strides)
-
-
-def _resolve(shape: tuple, numel: int) -> tuple:
-    """A reshape target with its -1 (if any) worked out."""
-    if -1 not in shape:
-        return shape
-    known = math.prod(n for n in shape if n != -1)
-    return tuple((numel // known if known else 0) if n == -1 else n for n in shape)
+    return view_strides(x.shape, x.strides, shape)
 
 
 def _movement(op, inputs, attrs):
     x = inputs[0]
     if op == "reshape":
-        shape = _resolve(tuple(attrs["shape"]), math.prod(x.shape))
+        shape = infer_size(attrs["shape"], math.prod(x.shape))
         st = _reshape_strides(x, shape)
         return (Meta(shape, x.dtype, st if st is not None else contiguous_strides(shape)),)
     if op == "permute":
@@ -182,8 +168,7 @@ def _movement(op, inputs, attrs):
     if op == "as_strided":
         return (Meta(tuple(attrs["size"]), x.dtype, tuple(attrs["stride"])),)
     if op == "contiguous":
-        return (Meta(x.shape, x.dtype, x.strides if x.strides == contiguous_strides(x.shape)
-                     else contiguous_strides(x.shape)),)
+        return (x if is_contiguous(x) else Meta(x.shape, x.dtype, contiguous_strides(x.shape)),)
     if op in ("copy", "flip", "roll", "tril", "triu"):
         return _new(x.shape, x.dtype)
     if op in ("cat", "stack"):
@@ -257,16 +242,12 @@ def _matmul(inputs):
     return _new(batch + (a.shape[-2], b.shape[-1]), a.dtype)
 
 
-def _out_size(n, lo, hi, k, s, d) -> int:
-    return (n + lo + hi - d * (k - 1) - 1) // s + 1
-
-
 def _conv_family(op, inputs, attrs):
     x = inputs[0]
     if op == "conv":
         w = inputs[1]
         k = w.shape[2:]
-        sp = tuple(_out_size(n, lo, hi, kk, s, d) for n, (lo, hi), kk, s, d in
+        sp = tuple(conv_out_size(n, lo, hi, kk, s, d) for n, (lo, hi), kk, s, d in
                    zip(x.shape[2:], attrs["padding"], k, attrs["stride"], attrs["dilation"]))
         return _new((x.shape[0], w.shape[0]) + sp, x.dtype)
     if op == "conv_transpose":
@@ -280,14 +261,14 @@ def _conv_family(op, inputs, attrs):
         return _new((g.shape[1], x.shape[1] // attrs["groups"]) + tuple(attrs["kernel_size"]), x.dtype)
     if op == "im2col":
         k = attrs["kernel_size"]
-        L = math.prod(_out_size(n, lo, hi, kk, s, d) for n, (lo, hi), kk, s, d in
+        L = math.prod(conv_out_size(n, lo, hi, kk, s, d) for n, (lo, hi), kk, s, d in
                       zip(x.shape[2:], attrs["padding"], k, attrs["stride"], attrs["dilation"]))
         return _new((x.shape[0], x.shape[1] * math.prod(k), L), x.dtype)
     if op == "col2im":
         K = math.prod(attrs["kernel_size"])
         return _new((x.shape[0], x.shape[1] // K if K else 0) + tuple(attrs["output_size"]), x.dtype)
     if op in ("max_pool", "max_pool_values"):
-        sp = tuple(_out_size(n, lo, hi, kk, s, d) for n, (lo, hi), kk, s, d in
+        sp = tuple(conv_out_size(n, lo, hi, kk, s, d) for n, (lo, hi), kk, s, d in
                    zip(x.shape[2:], attrs["padding"], attrs["kernel_size"], attrs["stride"], attrs["dilation"]))
         shape = tuple(x.shape[:2]) + sp
         return _new(shape, x.dtype) + (_new(shape, dt.int64) if op == "max_pool" else ())
@@ -337,8 +318,8 @@ _ELEMENTWISE = frozenset(UNARY) | frozenset(BINARY) | {"where", "clamp"}
 
 def infer(op: str, inputs: tuple, attrs: dict) -> tuple | None:
     """The metadata of ``op``'s results: a tuple with one :class:`Meta` per output (None for an
-    optional output the op won't produce), or None when it cannot be known without running the op. ``inputs`` holds a :class:`Meta` for each tensor
-    input (scalars and None as they are)."""
+    optional output the op won't produce), or None when it cannot be known without running the op.
+    ``inputs`` holds a :class:`Meta` for each tensor input (scalars and None as they are)."""
     try:
         if op in _ELEMENTWISE:
             return _elementwise(op, inputs, attrs)

@@ -36,10 +36,6 @@ MAX_BUFFERED_OPS = 4096  # ops kept before a flush even without a sync point
 _WRITE_FLUSH_BYTES = 1 << 20  # buffered writes above this go out at once
 _GEN = itertools.count(1)
 # ops returning a fixed-size tuple where optional outputs are None (infer lists only present ones)
-_OPTIONAL_OUTPUTS = {
-    "norm_affine_backward": lambda inputs, attrs: (True, inputs[1] is not None, attrs.get("bias_shape") is not None),
-    "rms_norm_backward": lambda inputs, attrs: (True, inputs[1] is not None),
-}
 _INT_DIV = frozenset({"floor_divide", "remainder", "fmod"})
 
 
@@ -274,17 +270,10 @@ class Remote:
             return dst
         if op in _INT_DIV and _int_div_needs_check(inputs):
             return self._run_sync(conn, op, inputs, attrs)
-        if op == "contiguous" and 0 in inputs[0].shape:  # no elements: already contiguous, as numpy says
-            return inputs[0]
         metas = tuple(metas)
         res = None if op in DYNAMIC_SHAPE else infer(op, metas, attrs)
         if res is None:
             return self._run_sync(conn, op, inputs, attrs)
-        if op in _OPTIONAL_OUTPUTS:
-            present = _OPTIONAL_OUTPUTS[op](inputs, attrs)
-            if len(res) < len(present):  # infer listed only the outputs present: put the Nones back
-                it = iter(res)
-                res = tuple(next(it) if p else None for p in present)
         if None in res:  # optional outputs that the op returns as None
             outs = tuple(None if m is None else self._new(m, conn) for m in res)
             self._buffer(conn, (op, inputs, attrs, tuple(o.id if o is not None else 0 for o in outs)))

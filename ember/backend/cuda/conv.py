@@ -14,11 +14,10 @@ import math
 
 import numpy as np
 
+from ..meta import conv_out_size
 from ._util import LOW
 
-
-def _out_size(n, lo, hi, k, s, d):
-    return (n + lo + hi - d * (k - 1) - 1) // s + 1
+_out_size = conv_out_size
 
 
 _IM2COL_2D = r"""

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..numpy.indexing import _fit, _key  # pure key arithmetic: any array module
 from ._util import LOW
 
 
@@ -23,12 +24,6 @@ _ATOMIC_ADD = {np.dtype(t) for t in (np.float32, np.float64, np.int32, np.uint32
 
 def build(xp, movement_ops: dict) -> dict:
     gpu = xp is not np
-
-    def _key(ndim, dims, idx):
-        key = [slice(None)] * ndim
-        for d, i in zip(dims, idx):
-            key[d] = i
-        return tuple(key)
 
     def _add_at(out, key, value):
         if gpu and out.dtype not in _ATOMIC_ADD and out.dtype not in LOW:
@@ -62,11 +57,6 @@ def build(xp, movement_ops: dict) -> dict:
                 shape[d] = n
                 key.append(xp.arange(n).reshape(shape))
         return tuple(key)
-
-    def _fit(src, shape):
-        if src.shape == tuple(shape):
-            return src
-        return src[tuple(slice(0, n) for n in shape)]
 
     def _gather(x, index, dim):
         shape = list(index.shape)

@@ -11,6 +11,8 @@ import weakref
 
 import numpy as np
 
+from ..numpy.movement import _PAD_MODES
+
 STRIDED_ROOTS: dict[int, tuple] = {}
 _LIMIT = [65536]
 
@@ -98,14 +100,12 @@ def build(xp) -> dict:
     def _stack(*xs, dim):
         return xp.stack(xs, axis=dim)
 
-    modes = {"constant": "constant", "reflect": "reflect", "replicate": "edge", "circular": "wrap"}
-
     def _pad(x, pad, mode, value):
         if mode == "constant":
             out = xp.full(tuple(n + a + b for n, (a, b) in zip(x.shape, pad)), value, x.dtype)
             out[tuple(slice(a, a + n) for n, (a, _) in zip(x.shape, pad))] = x
             return out
-        return xp.pad(x, pad, mode=modes[mode])
+        return xp.pad(x, pad, mode=_PAD_MODES[mode])
 
     def _tril(x, diagonal):  # batched: the mask broadcasts over leading dims
         keep = xp.tri(x.shape[-2], x.shape[-1], diagonal, dtype=bool)

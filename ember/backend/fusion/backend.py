@@ -435,6 +435,17 @@ class Fusion:
             return self._assign(dst, src)
         if dst.view_of is not None or dst.viewed or ctype(dst.dtype) is None:
             return None  # other handles read this pending memory through views: run it for real
+        value = self._value_for(dst, src)
+        if value is None:
+            return None
+        # a pending value nobody views: the handle itself takes the new value (same storage token)
+        dst.node = value
+        dst.buf = None
+        return dst
+
+    def _value_for(self, dst, src):
+        """``src`` (a handle or a Python scalar) as an expression of ``dst``'s shape and dtype, or
+        None when it can't be recorded (then the write runs on the inner backend)."""
         if src.__class__ is FH:
             if ctype(src.dtype) is None:
                 return None
@@ -445,10 +456,7 @@ class Fusion:
             return None
         if value.dtype != dst.dtype:
             value = N("cast", (value,), dst.shape, dst.dtype, dst.dtype)
-        # a pending value nobody views: the handle itself takes the new value (same storage token)
-        dst.node = value
-        dst.buf = None
-        return dst
+        return value
 
     def _assign(self, dst, src):
         if dst.arr is None:  # a pending write: write its destination again
@@ -461,16 +469,9 @@ class Fusion:
         if storage is not arr and not (storage.size == arr.size and storage.__array_interface__["data"][0] ==
                                        arr.__array_interface__["data"][0]):
             return None  # a write into part of a buffer: run it on the inner backend
-        if src.__class__ is FH:
-            if ctype(src.dtype) is None:
-                return None
-            value = broadcast_to(self._leaf(src), dst.shape)
-        elif src.__class__ in _SCALARS:
-            value = N("sc", (), dst.shape, dst.dtype, src)
-        else:
+        value = self._value_for(dst, src)
+        if value is None:
             return None
-        if value.dtype != dst.dtype:
-            value = N("cast", (value,), dst.shape, dst.dtype, dst.dtype)
         if dst.buf is None:
             self._load_concrete(dst)
         dbuf = dst.buf

@@ -19,6 +19,7 @@ import linecache
 import math
 
 from ... import cube
+from ..._shape import contiguous_strides
 from . import cubefuncs
 from .ops import CUBE_TYPE, FLOAT_TYPES, cast, formula
 
@@ -158,22 +159,10 @@ def _emit_tree(g: _Gen, node, load_expr, indent: str) -> str:
 
 def elementwise(shape: tuple, outputs: list) -> Kernel:
     """A kernel computing ``outputs`` = [(Buf to write, value tree of ``shape``)], all contiguous."""
-    from .graph import contiguous
+    from .graph import loads as tree_loads
     # every load's strides over shape (plus the outputs' contiguous strides) decide the collapse
-    loads = []
-    seen = set()
-    for _, tree in outputs:
-        stack = [tree]
-        while stack:
-            n = stack.pop()
-            if id(n) in seen:
-                continue
-            seen.add(id(n))
-            if n.op == "ld":
-                loads.append(n)
-            elif n.op != "sc":
-                stack.extend(a for a in n.args if a is not None)
-    out_st = contiguous(shape)
+    loads = tree_loads(*(tree for _, tree in outputs))
+    out_st = contiguous_strides(shape)
     groups, cshape = _collapse(shape, [out_st] + [ld.attrs[0] for ld in loads])
     r = len(cshape)
     inner = cshape[-1] if r else 1
@@ -284,22 +273,11 @@ def reduction(red, out_buf) -> Kernel:
     dims = tuple(range(nd)) if not dims else tuple(dims)
     kept = [d for d in range(nd) if d not in dims]
     order = kept + list(dims)
-    loads = []
-    seen = set()
-    stack = [tree]
-    while stack:
-        n = stack.pop()
-        if id(n) in seen:
-            continue
-        seen.add(id(n))
-        if n.op == "ld":
-            loads.append(n)
-        elif n.op != "sc":
-            stack.extend(a for a in n.args if a is not None)
+    from .graph import loads as tree_loads
+    loads = tree_loads(tree)
     pshape = tuple(in_shape[d] for d in order)
-    from .graph import contiguous
     kshape = tuple(in_shape[d] for d in kept)
-    kst = contiguous(kshape) + (0,) * len(dims)  # the output walks kept dims contiguously
+    kst = contiguous_strides(kshape) + (0,) * len(dims)  # the output walks kept dims contiguously
     acc_st = [kst] + [tuple(ld.attrs[0][d] for d in order) for ld in loads]
     nk = len(kept)
     kgroups, kc = _collapse(pshape[:nk], [s[:nk] for s in acc_st])

@@ -14,9 +14,9 @@ written to memory; the handle remembers ``view_of`` to rebuild the real view if 
 
 from __future__ import annotations
 
-from ..meta import Meta, contiguous_strides, infer, is_view_op
+from ..meta import Meta, infer, is_view_op
 
-__all__ = ["Buf", "N", "FH", "load", "push_view", "broadcast_to"]
+__all__ = ["Buf", "N", "FH", "load", "loads", "push_view", "broadcast_to"]
 
 
 class Buf:
@@ -157,5 +157,16 @@ def broadcast_to(node: N, shape: tuple) -> N:
     return push_view(node, "expand", {"shape": shape}, shape)
 
 
-def contiguous(shape: tuple) -> tuple:
-    return contiguous_strides(shape)
+def loads(*trees) -> list:
+    """The load nodes (``ld``) of expression trees, each once: what a kernel reads from memory."""
+    out, seen, stack = [], set(), list(trees)
+    while stack:
+        n = stack.pop()
+        if id(n) in seen:
+            continue
+        seen.add(id(n))
+        if n.op == "ld":
+            out.append(n)
+        elif n.op != "sc":
+            stack.extend(a for a in n.args if a is not None)
+    return out

@@ -20,8 +20,9 @@ import sys
 import time
 import weakref
 
+from ..._shape import contiguous_strides
 from . import codegen
-from .graph import FH, Buf, contiguous
+from .graph import FH, Buf, loads
 
 
 class Task:
@@ -75,23 +76,14 @@ def flush(fu) -> None:
     while k < len(tasks):  # discover loads and dependencies (tasks grows as buffers are found)
         t = tasks[k]
         k += 1
-        seen = set()
-        stack = [t.tree.args[0] if t.kind == "red" else t.tree]
-        while stack:
-            n = stack.pop()
-            if id(n) in seen:
-                continue
-            seen.add(id(n))
-            if n.op == "ld":
-                b = n.args[0]
-                if b.arr is None:
-                    d = need(b)
-                    if d is not t and d not in t.deps:
-                        t.deps.append(d)
-                else:
-                    t.loads.append(n)
-            elif n.op != "sc":
-                stack.extend(a for a in n.args if a is not None)
+        for n in loads(t.tree.args[0] if t.kind == "red" else t.tree):
+            b = n.args[0]
+            if b.arr is None:
+                d = need(b)
+                if d is not t and d not in t.deps:
+                    t.deps.append(d)
+            else:
+                t.loads.append(n)
     for t in tasks:
         _level(t)
     # groups: (level, kind, shape) for elementwise, one per reduction; writes last within a level
@@ -172,7 +164,7 @@ def _run_inner(fu, t: Task) -> None:
     op, inputs, attrs = t.tree.src
     vals = tuple([x.arr if x.__class__ is FH else x for x in inputs])
     out = fu.inner.run(op, vals, attrs)
-    if tuple(fu.inner.strides(out)) != contiguous(t.buf.shape) or fu.inner.storage(out) is not out:
+    if tuple(fu.inner.strides(out)) != contiguous_strides(t.buf.shape) or fu.inner.storage(out) is not out:
         out = fu.inner.run("copy", (out,), {})  # results are promised C-contiguous and fresh
     fu.stats["inner_ops"] += 1
     t.buf.out = out
@@ -206,7 +198,7 @@ def _hazards(fu, order: list) -> dict:
                 wpos, wt = w
                 if pos < wpos:
                     continue
-                if pos == wpos and ld.attrs == (contiguous(ld.shape), 0) and ld.shape == wt.buf.shape:
+                if pos == wpos and ld.attrs == (contiguous_strides(ld.shape), 0) and ld.shape == wt.buf.shape:
                     continue  # the same element in the same thread: read before the write
                 snap = copies.get(sid)
                 if snap is None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 
+from ..meta import conv_out_size
 from . import dtypes as T
 from .elementwise import _new
 from .handle import WH
@@ -47,8 +48,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {{
 """
 
 
-def _out_size(n, lo, hi, k, s, d):
-    return (n + lo + hi - d * (k - 1) - 1) // s + 1
+_out_size = conv_out_size
 
 
 def im2col(be, x: WH, kernel_size, dilation, padding, stride) -> WH:

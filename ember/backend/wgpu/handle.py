@@ -4,13 +4,7 @@ from __future__ import annotations
 
 import math
 
-
-def contiguous_strides(shape) -> tuple:
-    out, acc = [], 1
-    for n in reversed(shape):
-        out.append(acc)
-        acc *= max(n, 1)
-    return tuple(reversed(out))
+from ..._shape import contiguous_strides  # noqa: F401 - re-exported for this package's modules
 
 
 class WH:
