@@ -32,6 +32,12 @@ def available_devices() -> list[str]:
 
 DEVICES = available_devices()
 
+if "cuda" in DEVICES:
+    # the registry compares float32 results with float32 tolerances: no TF32 in cuDNN's convolutions
+    # (PyTorch's default, and ember's, is to allow it)
+    import ember.backends
+    ember.backends.cudnn.allow_tf32 = False
+
 
 @pytest.fixture(params=DEVICES)
 def device(request):

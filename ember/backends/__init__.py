@@ -7,6 +7,6 @@ False
 
 from __future__ import annotations
 
-from . import cuda
+from . import cuda, cudnn
 
-__all__ = ["cuda"]
+__all__ = ["cuda", "cudnn"]
