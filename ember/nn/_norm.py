@@ -162,12 +162,16 @@ def _check_running(x: Tensor, t, name: str, c: int, op: str):
     return t
 
 
-def _update_running(stat: Tensor, new: Tensor, momentum: float) -> None:
-    """stat = (1 - momentum) * stat + momentum * new, written in place outside autograd."""
+def _update_running(stat: Tensor, new: Tensor, momentum: float, scale: float = 1.0) -> None:
+    """stat = (1 - momentum) * stat + momentum * scale * new, written in place outside autograd.
+
+    Every batch-norm layer runs this twice per training step, so it is kept to three backend ops
+    (scale, scaled new value, accumulate) with no temporaries written back."""
     from ..autograd.grad_mode import no_grad
     with no_grad():
-        upd = stat.detach() * (1.0 - momentum) + new.detach().reshape(stat._shape).to(stat._dtype) * momentum
-        stat.copy_(upd)
+        s = stat.detach()
+        s.mul_(1.0 - momentum)
+        s.add_(new.detach().reshape(stat._shape).to(stat._dtype), alpha=momentum * scale)
 
 
 def _check_affine(t, name: str, c: int, op: str):
@@ -201,8 +205,8 @@ def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor |
         y, mean, var = _norm_affine(x, wv, bv, dims, eps)
         if count and rm is not None:
             _update_running(rm, mean, float(momentum))
-        if count and rv is not None:
-            _update_running(rv, var * (count / max(count - 1, 1)), float(momentum))
+        if count and rv is not None:  # the running variance is the unbiased one
+            _update_running(rv, var, float(momentum), count / max(count - 1, 1))
         return y
     if rm is None or rv is None:
         raise RuntimeError("batch_norm: running_mean must be defined in evaluation mode (training=False)")
