@@ -453,3 +453,96 @@ def test_optimizer_works_with_module_and_to():
     opt.step()
     assert p.dtype is ember.float64 and p.tolist() == [0.8] * 3
     assert math.isclose(float(opt.state[p]["momentum_buffer"][0]), 2.0)
+
+
+# ---- packed parameters (ember.optim._flat): SGD's multi-tensor path --------------------------------------
+def _sgd_run(foreach, kw, *, steps=4, drop_grad_at=None, reload_at=None, replace_at=None):
+    """Train a tiny MLP with SGD; returns the parameters, momentum buffers and the optimizer."""
+    rng = np.random.default_rng(7)
+    W = [rng.standard_normal(s).astype(np.float32) * 0.3 for s in ((4, 3), (4,), (2, 4), (2,))]
+    X = rng.standard_normal((5, 3)).astype(np.float32)
+    ps = [ember.nn.Parameter(ember.tensor(w)) for w in W]
+    opt = ember.optim.SGD(ps, lr=0.05, foreach=foreach, **kw)
+    x = ember.tensor(X)
+    for step in range(steps):
+        opt.zero_grad()
+        h = (x @ ps[0].T + ps[1]).tanh() @ ps[2].T + ps[3]
+        (h * h).sum().backward()
+        if step == drop_grad_at:
+            ps[1].grad = None
+        if step == replace_at:  # new data for a parameter: the pack must notice
+            ps[0].data = ps[0].detach().clone() * 0.5
+        opt.step()
+        if step == reload_at:
+            sd = opt.state_dict()
+            opt = ember.optim.SGD(ps, lr=0.05, foreach=foreach, **kw)
+            opt.load_state_dict(sd)
+    bufs = [opt.state[p]["momentum_buffer"].numpy().copy() for p in ps if "momentum_buffer" in opt.state[p]]
+    return [p.detach().numpy().copy() for p in ps] + bufs, opt
+
+
+@pytest.mark.parametrize("kw", [dict(momentum=0.9), dict(momentum=0.9, nesterov=True, weight_decay=1e-2), dict(),
+                                dict(momentum=0.5, dampening=0.1, maximize=True)], ids=str)
+@pytest.mark.parametrize("event", [{}, {"drop_grad_at": 1}, {"reload_at": 1}, {"replace_at": 2}], ids=str)
+def test_packed_sgd_equals_the_loop_bit_for_bit(kw, event):
+    packed, opt = _sgd_run(None, kw, **event)
+    loop, opt_loop = _sgd_run(False, kw, **event)
+    assert opt._packs and not getattr(opt_loop, "_packs", None)
+    assert len(packed) == len(loop)
+    for a, b in zip(packed, loop):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_packed_sgd_matches_torch():
+    rng = np.random.default_rng(3)
+    W = [rng.standard_normal(s).astype(np.float32) * 0.3 for s in ((6, 3), (6,), (1, 6))]
+    X = rng.standard_normal((8, 3)).astype(np.float32)
+    ep = [ember.nn.Parameter(ember.tensor(w)) for w in W]
+    tp = [torch.nn.Parameter(torch.tensor(w)) for w in W]
+    eo = ember.optim.SGD(ep, lr=0.1, momentum=0.9, weight_decay=1e-3)
+    to = torch.optim.SGD(tp, lr=0.1, momentum=0.9, weight_decay=1e-3)
+    for _ in range(5):
+        for ps, o, x in ((ep, eo, ember.tensor(X)), (tp, to, torch.tensor(X))):
+            o.zero_grad()
+            ((x @ ps[0].T + ps[1]).tanh() @ ps[2].T).square().sum().backward()
+            o.step()
+    assert eo._packs
+    for a, b in zip(ep, tp):
+        np.testing.assert_allclose(a.detach().numpy(), b.detach().numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_packed_parameters_share_one_buffer_and_still_save_and_check_versions(tmp_path):
+    m = ember.nn.Sequential(ember.nn.Linear(3, 4), ember.nn.Tanh(), ember.nn.Linear(4, 2))
+    opt = ember.optim.SGD(m.parameters(), lr=0.1, momentum=0.9)
+    x = ember.randn(5, 3)
+    for _ in range(2):
+        opt.zero_grad()
+        m(x).square().sum().backward()
+        opt.step()
+    (pack,) = opt._packs.values()
+    assert pack.flat.shape == (sum(p.numel() for p in m.parameters()),)
+    assert all(p.is_leaf and p.requires_grad for p in m.parameters())
+    saved = {k: v.detach().numpy().copy() for k, v in m.state_dict().items()}
+    for name in ("m.safetensors", "m.pt"):
+        ember.save(m.state_dict(), tmp_path / name)
+        back = ember.load(tmp_path / name)
+        for k, v in saved.items():
+            np.testing.assert_array_equal(back[k].numpy(), v)
+    loss = m(x).square().sum()
+    opt.step()  # the parameters change under the saved graph: backward must refuse, as in PyTorch
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        loss.backward()
+
+
+def test_foreach_false_and_unpackable_groups_use_the_loop():
+    single = [ember.nn.Parameter(ember.ones(3))]
+    opt = ember.optim.SGD(single, lr=0.1)
+    single[0].sum().backward()
+    opt.step()
+    assert not opt._packs  # one parameter: nothing to pack
+    mixed = [ember.nn.Parameter(ember.ones(3)), ember.nn.Parameter(ember.ones(2, dtype=ember.float64))]
+    opt = ember.optim.SGD(mixed, lr=0.1)
+    (mixed[0].sum() + mixed[1].sum()).backward()
+    opt.step()
+    assert not opt._packs
+    np.testing.assert_allclose(mixed[1].detach().numpy(), 0.9)

@@ -9,6 +9,7 @@ tensor([0.8000], requires_grad=True)
 
 from __future__ import annotations
 
+from ._flat import flat_for
 from .optimizer import Optimizer, check_common, grads_of, no_grad, scalar
 
 __all__ = ["SGD"]
@@ -39,6 +40,8 @@ class SGD(Optimizer):
         loss = self._eval_closure(closure)
         with no_grad():
             for group in self.param_groups:
+                if group["foreach"] is not False and self._step_packed(group):
+                    continue
                 lr, wd = scalar(group["lr"]), group["weight_decay"]
                 momentum, dampening, nesterov = group["momentum"], group["dampening"], group["nesterov"]
                 for p, g in grads_of(group):
@@ -54,3 +57,29 @@ class SGD(Optimizer):
                         g = g.add(buf, alpha=momentum) if nesterov else buf
                     p.add_(g, alpha=-lr)
         return loss
+
+    def _step_packed(self, group) -> bool:
+        """The group's update on its packed parameters (see ember.optim._flat): the same formulas as
+        the loop above, on every parameter at once. False when the group can't be packed this step."""
+        fp = flat_for(self.__dict__.setdefault("_packs", {}), group)
+        if fp is None:
+            return False
+        g = fp.grad()
+        momentum = group["momentum"]
+        buf = fp.state(self.state, "momentum_buffer") if momentum != 0 else None
+        if g is None or (momentum != 0 and buf is None and any(self.state.get(p) for p in fp.params)):
+            return False  # a missing gradient, or momentum buffers only some parameters have: the loop
+        if group["maximize"]:
+            g = -g
+        lr, wd = scalar(group["lr"]), group["weight_decay"]
+        if wd != 0:
+            g = g.add(fp.flat, alpha=wd)
+        if momentum != 0:
+            if buf is None:
+                buf = fp.adopt(self.state, "momentum_buffer", g.detach().clone())
+            else:
+                buf.mul_(momentum).add_(g, alpha=1 - group["dampening"])
+            g = g.add(buf, alpha=momentum) if group["nesterov"] else buf
+        fp.flat.add_(g, alpha=-lr)
+        return True
+

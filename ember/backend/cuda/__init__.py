@@ -56,6 +56,7 @@ class Cuda:
 
     name = "cuda"
     device_type = "cuda"
+    plain_array_views = True  # CuPy arrays; views share memory (see the numpy backend)
 
     def __init__(self, index: int = 0):
         import cupy

@@ -43,6 +43,9 @@ class Numpy:
 
     name = "numpy"
     device_type = "cpu"
+    # handles are arrays, and a view op's result shares its input's memory: optimizers may pack
+    # parameters into one buffer (ember.optim._flat); lazy or remote backends don't set this
+    plain_array_views = True
 
     def __init__(self):
         self._ops = _OPS
