@@ -55,6 +55,9 @@ class OpInfo:
     check_dtype: bool = True
     skip: dict = dataclasses.field(default_factory=dict)  # dtype name or "*" -> reason
     nondeterministic_indices: bool = False      # e.g. topk ties: compare values only
+    # samples whose result C leaves undefined (NaN or infinity cast to an integer): the CPU gives
+    # numpy's value, which PyTorch matches there; a GPU gives its own, as PyTorch on CUDA does
+    cpu_only_samples: tuple = ()
 
 
 def np_dtype(name: str):
