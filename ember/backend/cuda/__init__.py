@@ -21,7 +21,7 @@ import numpy as np
 
 from ..._dtype import _FROM_NP, from_numpy_dtype
 from ..base import PRIMITIVES, UnsupportedOp
-from . import activations, conv, creation, elementwise, indexing, linalg, movement, nn, random, reduce, sorting
+from . import activations, conv, creation, elementwise, indexing, linalg, movement, nn, pool, random, reduce, sorting
 from .fallback import HostRunner
 from .indexing import HostPath
 from .memory import OutOfMemoryError, oom_error
@@ -43,6 +43,7 @@ def _build_ops(xp, special) -> dict:
     ops.update(nn.build(xp))
     ops.update(activations.build(xp, special))
     ops.update(conv.build(xp, mv, lin))
+    ops.update(pool.build(xp))
     ops.update(random.build(xp))
     return ops
 

@@ -1,10 +1,9 @@
 """The host path: ops the CUDA backend has no GPU implementation for run on the numpy reference
 backend, with inputs copied to the host and results copied back.
 
-It is correct by construction (the reference computes it) and slow (two transfers and a sync), so
-it serves the rarely used primitives only: linear algebra decompositions, unique, histograms,
-some scans and pools, and the data-dependent random ops. ``HOST_OPS`` lists them; an op written in
-place (``assign``-like, name ending in ``_``) has its first input's device memory updated.
+It is correct by construction and slow (two transfers and a sync). Every primitive has a GPU version
+(``Cuda.host_ops()`` is empty); the path serves ops that raise ``HostPath`` before touching data: linear
+algebra on empty matrices, and random ops when the Philox kernel fails its self-check.
 """
 
 from __future__ import annotations

@@ -6,8 +6,22 @@ The reference (``ember/backend/numpy/random.py``) defines every random op as a p
 the word-to-number mappings are the reference's, written against ``xp``. So ``rand``, ``randint`` and
 ``bernoulli`` are bit-identical to the CPU; ``randn`` uses the GPU's log/cos/sin and agrees with the
 CPU to a few units in the last place. The kernel checks itself against numpy's Philox on first use
-(including a counter carry); should it disagree or fail to build, the ops take the host path, which is
-the reference itself. ``randperm``, ``multinomial`` and ``poisson`` always take the host path.
+(including counter carries); should it disagree or fail to build, the ops take the host path, which is
+the reference itself.
+
+The ops with data-dependent draws:
+
+* ``multinomial`` reads the reference's words and maps them as the reference does (inverse CDF with
+  replacement, the exponential race without). The draws are the CPU's except where the GPU's cumsum or
+  ``log`` rounds differently right at a category boundary or a tie of race keys (a few ulp).
+* ``randperm`` is the stable argsort of n words of its private stream (one parallel sort). The
+  reference shuffles with numpy's ``Generator.permutation`` instead, so CPU and GPU permutations differ
+  (each reproducible on its device).
+* ``poisson`` gives element i of an n-element op the block ``r * n + i`` of its private stream in round
+  r: rates below 10 invert the CDF with one uniform, rates from 10 use Hoermann's transformed
+  rejection (PTRS, numpy's method, one attempt per round), rates from 1e15 the rounded normal
+  approximation, as the reference. Exact in distribution, reproducible, not the CPU's numbers; the
+  rounds run until every element is done, checking before every 8 rounds (a device read each).
 """
 
 from __future__ import annotations
@@ -28,13 +42,15 @@ for _d in LOW:
 
 _PHILOX = r"""
 extern "C" __global__ void ember_philox4x64(unsigned long long key, unsigned long long c0, unsigned long long c1,
-                                            unsigned long long nwords, unsigned long long* out) {
+                                            unsigned long long c2, unsigned long long nwords,
+                                            unsigned long long* out) {
     unsigned long long b = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x;  // a block of 4 words
     unsigned long long base = b * 4;
     if (base >= nwords) return;
     unsigned long long x0 = c0 + 1 + b;                 // numpy advances the counter before each block
-    unsigned long long x1 = c1 + (x0 < c0 ? 1 : 0);     // 128-bit carry
-    unsigned long long x2 = 0, x3 = 0, k0 = key, k1 = 0;
+    unsigned long long carry = x0 < c0 ? 1 : 0;
+    unsigned long long x1 = c1 + carry;                 // carries through the 192 bits the ops use
+    unsigned long long x2 = c2 + (carry && x1 == 0 ? 1 : 0), x3 = 0, k0 = key, k1 = 0;
     for (int r = 0; r < 10; ++r) {
         if (r) { k0 += 0x9E3779B97F4A7C15ULL; k1 += 0xBB67AE8584CAA73BULL; }
         unsigned long long lo0 = 0xD2E7470EE14C6C93ULL * x0, hi0 = __umul64hi(0xD2E7470EE14C6C93ULL, x0);
@@ -64,7 +80,7 @@ class _Words:
             return np.array(reference._words(seed, offset, n), copy=True)
         if self.ok is None:
             self.ok = self._check()
-        if not self.ok or offset >> 128:
+        if not self.ok or offset >> 192:
             raise HostPath
         return self._run(seed, offset, n)
 
@@ -75,14 +91,16 @@ class _Words:
             blocks = (n + 3) // 4
             self.kernel(((blocks + 255) // 256,), (256,),
                         (np.uint64(seed & _MASK64), np.uint64(offset & _MASK64),
-                         np.uint64((offset >> 64) & _MASK64), np.uint64(n), out))
+                         np.uint64((offset >> 64) & _MASK64), np.uint64((offset >> 128) & _MASK64),
+                         np.uint64(n), out))
         return out
 
     def _check(self) -> bool:
         try:
             import cupy
             self.kernel = cupy.RawKernel(_PHILOX, "ember_philox4x64")
-            for seed, offset, n in ((0x1234567890ABCDEF, (1 << 64) - 3, 1003), (7, 0, 9), (-5, 12345, 4)):
+            for seed, offset, n in ((0x1234567890ABCDEF, (1 << 64) - 3, 1003), (7, 0, 9), (-5, 12345, 4),
+                                    (3, (1 << 128) | (41 << 64), 37), (3, (1 << 128) - 2, 17)):
                 got = cupy.asnumpy(self._run(seed, offset, n))
                 if not np.array_equal(got, reference._words(seed, offset, n)):
                     raise AssertionError(f"words differ for seed={seed}, offset={offset}")
@@ -93,8 +111,19 @@ class _Words:
             return False
 
 
+def _private(offset: int) -> int:
+    """The counter of an op's private stream (the reference's ``_own_stream``)."""
+    return (1 << 128) | (offset << 64)
+
+
+# numpy's (and the reference's) switch points for the Poisson samplers
+_POISSON_PTRS = 10.0
+_POISSON_NORMAL = reference._POISSON_NORMAL
+
+
 def build(xp) -> dict:
     words = _Words(xp)
+    gpu = xp is not np
 
     def _uniform(seed, offset, n, npdtype):
         """n uniforms in [0, 1), exact in ``npdtype``, as float32 (narrow types) or float64."""
@@ -129,4 +158,113 @@ def build(xp) -> dict:
         u = _uniform(seed, offset, p.size, np.float64).reshape(p.shape)
         return (u < p.astype(np.float64, copy=False)).astype(p.dtype)
 
-    return {"rand": _rand, "randn": _randn, "randint": _randint, "bernoulli": _bernoulli}
+    def _unit(w):
+        """53-bit uniforms in [0, 1) of 64-bit words (the reference's float64 mapping)."""
+        return (w >> np.uint64(11)).astype(np.float64) * 2.0 ** -53
+
+    def _randperm(n, dtype, seed, offset):
+        """A stable argsort of n words of the op's private stream: a uniform permutation (ties of
+        64-bit words, which stability resolves, have probability below n**2 / 2**65)."""
+        keys = words(seed, _private(offset), n)
+        return xp.argsort(keys, kind="stable").astype(dtype.np, copy=False)
+
+    def _multinomial(probs, num_samples, replacement, seed, offset):
+        p = probs.astype(np.float64).reshape(-1, probs.shape[-1])
+        rows, n = p.shape
+        if replacement:
+            u = _uniform(seed, offset, rows * num_samples, np.float64).reshape(rows, num_samples)
+            cdf = xp.cumsum(p, axis=1)
+            cdf /= cdf[:, -1:]  # from the last nonzero category on exactly 1.0 > u
+            # numpy's searchsorted(side="right") per row: the first category whose cdf exceeds u
+            lo = xp.zeros((rows, num_samples), np.int64)
+            hi = xp.full((rows, num_samples), n, np.int64)
+            for _ in range(n.bit_length()):
+                active = lo < hi
+                mid = lo + ((hi - lo) >> 1)
+                go_right = xp.take_along_axis(cdf, xp.minimum(mid, n - 1), axis=1) <= u
+                lo = xp.where(active & go_right, mid + 1, lo)
+                hi = xp.where(active & ~go_right, mid, hi)
+            out = lo
+        else:
+            # exponential race: the k smallest of E_i / p_i are a weighted sample without replacement
+            u1 = 1 - _uniform(seed, offset, rows * n, np.float64).reshape(rows, n)
+            with np.errstate(divide="ignore"):
+                keys = -xp.log(u1) / p
+            out = xp.argsort(keys, axis=1, kind="stable")[:, :num_samples]
+        return out.reshape(probs.shape[:-1] + (num_samples,)).astype(np.int64, copy=False)
+
+    def _gammaln(x):
+        if gpu:
+            from cupyx.scipy.special import gammaln
+        else:
+            from scipy.special import gammaln
+        return gammaln(x)
+
+    def _poisson(rates, seed, offset):
+        lam = rates.astype(np.float64).reshape(-1)
+        n = lam.shape[0]
+        out = xp.zeros(n, np.float64)
+        if n == 0:
+            return out.astype(rates.dtype).reshape(rates.shape)
+        base = _private(offset)
+
+        def block(r):  # round r: element i reads the 4 words of block r * n + i
+            return words(seed, base + r * n, 4 * n).reshape(n, 4)
+
+        w0 = block(0)
+        nan = xp.isnan(lam)
+        small = lam < _POISSON_PTRS
+        big = lam >= _POISSON_NORMAL
+        mid = ~(small | big | nan)
+        with np.errstate(all="ignore"):
+            # rates from 1e15 (and inf): the rounded normal approximation, exact to float64's resolution
+            u1, u2 = _unit(w0[:, 2]), _unit(w0[:, 3])
+            z = xp.sqrt(-2.0 * xp.log(1.0 - u1)) * xp.cos(2 * np.pi * u2)
+            out = xp.where(big, xp.where(xp.isinf(lam), lam, xp.round(lam + xp.sqrt(lam) * z)), out)
+            out = xp.where(nan, lam, out)
+            # rates below 10: the inverse CDF of one uniform, a term per round (stops where terms vanish)
+            u = _unit(w0[:, 2])
+            lam_s = xp.where(small, lam, 0.0)
+            term = xp.exp(-lam_s)
+            cdf = term
+            k = xp.zeros(n, np.float64)
+            todo_s = small & (u > cdf)
+            # PTRS constants for 10 <= rate < 1e15
+            lam_m = xp.where(mid, lam, _POISSON_PTRS)
+            slam, loglam = xp.sqrt(lam_m), xp.log(lam_m)
+            b = 0.931 + 2.53 * slam
+            a = -0.059 + 0.02483 * b
+            log_inv_alpha = xp.log(1.1239 + 1.1328 / (b - 3.4))
+            vr = 0.9277 - 3.6224 / (b - 2)
+            todo_m = mid
+            r = 0
+            while True:
+                # one device read before every 8 rounds: which samplers still have elements to finish
+                busy_s, busy_m = xp.stack([xp.any(todo_s), xp.any(todo_m)]).tolist()
+                if not (busy_s or busy_m):
+                    break
+                for _ in range(8):
+                    if busy_s:  # one inversion step
+                        k = xp.where(todo_s, k + 1, k)
+                        term = xp.where(todo_s, term * lam_s / xp.maximum(k, 1), term)
+                        cdf = xp.where(todo_s, cdf + term, cdf)
+                        todo_s = todo_s & (u > cdf) & (term > 0)
+                    if busy_m:  # one PTRS attempt on round r's words
+                        w = w0 if r == 0 else block(r)
+                        r += 1
+                        U = _unit(w[:, 0]) - 0.5
+                        V = _unit(w[:, 1])
+                        us = 0.5 - xp.abs(U)
+                        kf = xp.floor((2 * a / us + b) * U + lam_m + 0.43)
+                        quick = (us >= 0.07) & (V <= vr)
+                        reject = (kf < 0) | ((us < 0.013) & (V > us)) | (us == 0)
+                        slow = (xp.log(V) + log_inv_alpha - xp.log(a / (us * us) + b)
+                                <= -lam_m + kf * loglam - _gammaln(xp.maximum(kf, 0) + 1))
+                        take = todo_m & (quick | (~reject & slow))
+                        out = xp.where(take, kf, out)
+                        todo_m = todo_m & ~take
+            out = xp.where(small, k, out)
+        return out.astype(rates.dtype).reshape(rates.shape)
+
+    return {"rand": _rand, "randn": _randn, "randint": _randint, "bernoulli": _bernoulli,
+            "randperm": _randperm, "multinomial": _multinomial, "poisson": _poisson}

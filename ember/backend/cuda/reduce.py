@@ -1,7 +1,10 @@
 """Reductions and scans of the CUDA backend, written against an array module ``xp``.
 
 Half-precision inputs accumulate in float32 and round once (as the numpy reference and PyTorch do).
-Scans that CuPy lacks (cummax, cummin, logcumsumexp) are left to the backend's host path.
+CuPy's ufuncs have no ``accumulate`` beyond add and multiply, so cummax, cummin and logcumsumexp run as
+log-step (Hillis-Steele) scans: ceil(log2(n)) elementwise passes over the whole tensor, which keep a
+GPU busy where a sequential scan along one dim would not. :func:`scan` and :func:`segmented_scan`
+are shared with the scatter reductions (indexing.py).
 """
 
 from __future__ import annotations
@@ -9,6 +12,41 @@ from __future__ import annotations
 import numpy as np
 
 from ._util import LOW, acc_dtype, axis
+
+
+def scan(xp, ufunc, a, axis: int):
+    """Inclusive scan of ``a`` along ``axis`` with an associative ``ufunc`` (maximum, minimum, logaddexp,
+    add, ...): after pass k element i combines elements (i - 2**k, i]. The earlier operand is always
+    the left one, so ties resolve as in a sequential ``ufunc.accumulate``.
+
+    >>> scan(np, np.maximum, np.array([1, 3, 2, 5]), 0)
+    array([1, 3, 3, 5])
+    """
+    v = xp.moveaxis(a, axis, -1).copy()  # a fresh array: each pass writes into it
+    n = v.shape[-1]
+    step = 1
+    while step < n:
+        v[..., step:] = ufunc(v[..., :-step], v[..., step:])  # the right side is computed before the write
+        step *= 2
+    return xp.moveaxis(v, -1, axis)
+
+
+def segmented_scan(xp, ufunc, v, seg):
+    """Inclusive scan of the 1-d ``v`` restarting wherever the sorted segment ids ``seg`` change: each
+    element combines the elements of its own segment up to itself (segments are contiguous, so the
+    partner ``step`` places back holds only its segment's elements when it is in the same segment).
+
+    >>> segmented_scan(np, np.add, np.array([1, 2, 3, 4]), np.array([0, 0, 1, 1]))
+    array([1, 3, 3, 7])
+    """
+    v = v.copy()
+    n = v.shape[0]
+    step = 1
+    while step < n:
+        same = seg[step:] == seg[:-step]
+        v[step:] = xp.where(same, ufunc(v[:-step], v[step:]), v[step:])
+        step *= 2
+    return v
 
 
 def build(xp) -> dict:
@@ -76,10 +114,30 @@ def build(xp) -> dict:
     def _even_select(x, v, dim, keepdim):
         return v.copy()
 
+    def _cum_extreme(ufunc):
+        def run(x, dim):
+            if x.size == 0:
+                return x.copy(), xp.zeros(x.shape, np.int64)
+            values = scan(xp, ufunc, x, dim)  # max/min propagate NaN, so a NaN takes over and sticks
+            shape = [1] * x.ndim
+            shape[dim] = x.shape[dim]
+            pos = xp.arange(x.shape[dim], dtype=np.int64).reshape(shape)
+            # the latest position holding the running extreme (the reference's rule, PyTorch's result)
+            hit = x == values
+            if x.dtype.kind == "f" or x.dtype in LOW:
+                hit |= xp.isnan(x)
+            return values, scan(xp, xp.maximum, xp.where(hit, pos, 0), dim)
+        return run
+
+    def _logcumsumexp(x, dim):
+        # logaddexp pairs are stable (max + log1p(exp(-|a - b|))); half types work in float32
+        return scan(xp, xp.logaddexp, _acc(x), dim).astype(x.dtype, copy=False)
+
     return {
         "sum": _red(xp.sum), "nansum": _red(xp.nansum), "prod": _red(xp.prod), "mean": _mean,
         "amax": _ext(xp.max), "amin": _ext(xp.min), "all": _ext(xp.all), "any": _ext(xp.any),
         "argmax": _arg(xp.argmax), "argmin": _arg(xp.argmin), "var": _var,
         "cumsum": _scan(xp.cumsum), "cumprod": _scan(xp.cumprod), "even_select": _even_select,
         "max_dim": _extreme_dim("argmax"), "min_dim": _extreme_dim("argmin"),
+        "cummax": _cum_extreme(xp.maximum), "cummin": _cum_extreme(xp.minimum), "logcumsumexp": _logcumsumexp,
     }
