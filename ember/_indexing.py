@@ -18,6 +18,7 @@ from ._elementwise import _write, assign_, cast, tracks_grad
 from ._errors import IndexOutOfRange
 from ._shape import broadcast_shapes, norm_dim
 from ._tensor import Tensor, method, run, same_device, wrap
+from .backend.capture import capturing
 
 _EMPTY: dict = {}
 _INT_INDEX = (dt.int64, dt.int32)
@@ -40,6 +41,13 @@ def _check_range(idx: Tensor, n: int, dim: int, op: str, *, negative: bool = Tru
     idx = cast(idx, dt.int64)
     if idx.numel() == 0:
         return idx
+    if idx._device.type == "cuda" and capturing():
+        # nothing can be read back while a CUDA graph is captured: no range check (as PyTorch's CUDA
+        # kernels without device asserts); negatives are wrapped unconditionally
+        if not negative:
+            return idx
+        return run("where", (run("lt", (idx, 0), _EMPTY, idx._shape, dt.bool),
+                             run("add", (idx, n), _EMPTY, idx._shape, dt.int64), idx), _EMPTY, idx._shape, dt.int64)
     b = idx._device.backend
     # one read for both bounds: each read is a round trip on remote and GPU backends
     lo_hi = b.run("stack", (b.run("amin", (idx._h,), {"dim": None, "keepdim": False}),

@@ -263,3 +263,129 @@ def empty_cache() -> None:
         return
     cp.get_default_memory_pool().free_all_blocks()
     cp.get_default_pinned_memory_pool().free_all_blocks()
+
+
+# ---- CUDA graphs -------------------------------------------------------------------------------------------
+def is_current_stream_capturing() -> bool:
+    """Whether a CUDA graph capture (``ember.cuda.graph``) is open."""
+    from .backend.capture import capturing
+    return capturing()
+
+
+class _GraphPool:
+    """A private memory pool that graphs can share (``graph_pool_handle()``, ``CUDAGraph.pool()``)."""
+
+    def __init__(self, pool):
+        self._pool = pool
+
+
+def graph_pool_handle() -> _GraphPool:
+    """A new private memory pool to share between graphs captured one after the other."""
+    return _GraphPool(_need().cuda.MemoryPool())
+
+
+class CUDAGraph:
+    """Captured CUDA work that one call replays (PyTorch's ``torch.cuda.CUDAGraph``).
+
+    Capture with ``ember.cuda.graph(g)``; ``g.replay()`` then re-runs every captured kernel on the
+    same memory with no Python in between. Inputs are the tensors the captured code read (copy new
+    data into them before a replay); outputs are the tensors it created (read them after one).
+    See ``ember.cuda.graph`` for the rules.
+    """
+
+    def __init__(self):
+        _need()
+        self._graph = None
+        self._capture = None
+        self._pool = None
+
+    def capture_begin(self, pool: _GraphPool | None = None) -> None:
+        """Start capturing on a side stream with a private memory pool (``pool`` to share one)."""
+        if self._capture is not None:
+            raise RuntimeError("CUDAGraph.capture_begin: this graph is already capturing")
+        if self._graph is not None:
+            raise RuntimeError("CUDAGraph.capture_begin: this graph already holds a capture; call reset() first")
+        if pool is not None and not isinstance(pool, _GraphPool):
+            raise TypeError(f"pool must come from ember.cuda.graph_pool_handle() or CUDAGraph.pool(), "
+                            f"got {type(pool).__name__}")
+        if is_current_stream_capturing():
+            raise RuntimeError("CUDAGraph.capture_begin: another capture is open (captures don't nest)")
+        from .backend.cuda.graphs import Capture
+        cap = Capture(current_device(), None if pool is None else pool._pool)
+        cap.begin()
+        self._capture = cap
+
+    def capture_end(self) -> None:
+        """Finish the capture started by ``capture_begin``."""
+        if self._capture is None:
+            raise RuntimeError("CUDAGraph.capture_end: no capture is open")
+        cap, self._capture = self._capture, None
+        self._graph = cap.end()
+        self._pool = cap.pool
+
+    def _abort(self) -> None:
+        cap, self._capture = self._capture, None
+        if cap is not None:
+            try:
+                cap.end(keep=False)
+            except Exception:  # noqa: BLE001 - the capture was already invalidated by the error being raised
+                pass
+
+    def replay(self) -> None:
+        """Run the captured work again (asynchronously, on the current stream)."""
+        if self._graph is None:
+            raise RuntimeError("CUDAGraph.replay: nothing has been captured (use `with ember.cuda.graph(g): ...`)")
+        self._graph.launch()
+
+    def reset(self) -> None:
+        """Drop the captured graph (its memory pool goes when no tensor uses it)."""
+        if self._capture is not None:
+            self._abort()
+        self._graph = None
+        self._pool = None
+
+    def pool(self) -> _GraphPool:
+        """The graph's private memory pool, to capture another graph that shares it."""
+        if self._pool is None:
+            raise RuntimeError("CUDAGraph.pool: nothing has been captured yet")
+        return _GraphPool(self._pool)
+
+
+class graph:
+    """Capture the CUDA work of a ``with`` block into ``cuda_graph`` (PyTorch's ``torch.cuda.graph``).
+
+    >>> g = ember.cuda.CUDAGraph()                            # doctest: +SKIP
+    >>> opt.zero_grad(set_to_none=True)                       # doctest: +SKIP
+    >>> with ember.cuda.graph(g):                             # doctest: +SKIP
+    ...     loss = loss_fn(model(static_x), static_y)
+    ...     loss.backward()
+    ...     opt.step()
+    >>> static_x.copy_(next_x); g.replay()                    # doctest: +SKIP
+
+    Rules (checked where ember can): run the code a few times before capturing it (kernels compile,
+    optimizer state appears); inside the block nothing may read values back to the host (``.item()``,
+    ``print``, control flow on values, ops that run on the host): those raise ``CaptureSyncError``, and
+    index-range and class-target checks are skipped; random ops are refused (a replay would repeat
+    their numbers). Python values (a learning rate, a step count) are frozen into the graph. Tensors
+    created inside live in the graph's private pool and are overwritten by each replay.
+    """
+
+    def __init__(self, cuda_graph: CUDAGraph, pool: _GraphPool | None = None):
+        if not isinstance(cuda_graph, CUDAGraph):
+            raise TypeError(f"ember.cuda.graph expects a CUDAGraph, got {type(cuda_graph).__name__}")
+        self.cuda_graph = cuda_graph
+        self.pool = pool
+
+    def __enter__(self) -> None:
+        synchronize()
+        self.cuda_graph.capture_begin(self.pool)
+
+    def __exit__(self, exc_type, exc, tb) -> bool:
+        if exc_type is None:
+            self.cuda_graph.capture_end()
+        else:
+            self.cuda_graph._abort()
+        return False
+
+
+__all__ += ["CUDAGraph", "graph", "graph_pool_handle", "is_current_stream_capturing"]

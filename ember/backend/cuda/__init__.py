@@ -20,13 +20,18 @@ from __future__ import annotations
 import numpy as np
 
 from ..._dtype import _FROM_NP, from_numpy_dtype
+from .. import capture
 from ..base import PRIMITIVES, UnsupportedOp
+from ..capture import CaptureSyncError, refuse
 from . import activations, conv, creation, elementwise, indexing, linalg, movement, nn, pool, random, reduce, sorting
 from .fallback import HostRunner
 from .indexing import HostPath
 from .memory import OutOfMemoryError, oom_error
 
 __all__ = ["Cuda", "make_stack", "OutOfMemoryError"]
+
+_capture_depth = capture._depth  # read on every op: a list lookup, not a call
+_RANDOM_OPS = frozenset({"rand", "randn", "randint", "bernoulli", "multinomial", "poisson", "randperm"})
 
 
 def _build_ops(xp, special) -> dict:
@@ -115,6 +120,8 @@ class Cuda:
         return self._run(op, inputs, attrs)
 
     def _run(self, op, inputs, attrs):
+        if _capture_depth[0] and self._gpu:
+            return self._run_capturing(op, inputs, attrs)
         fn = self._ops.get(op)
         if op[-1] == "_" or op == "assign":
             _check_writable(inputs[0])
@@ -133,6 +140,30 @@ class Cuda:
             raise oom_error(e, op, self.index) from None
         raise UnsupportedOp(self.name, op)
 
+    def _run_capturing(self, op, inputs, attrs):
+        """``op`` while a CUDA graph is captured: ops that must read values on the host, and random ops
+        (a replay would repeat their numbers), are refused with an error naming the op."""
+        if op in _RANDOM_OPS:
+            raise CaptureSyncError(f"random op {op!r} inside a CUDA graph capture: every replay would draw the same "
+                                   "numbers; draw them outside the captured region (into a static tensor)")
+        fn = self._ops.get(op)
+        if fn is None:
+            if op in self._host_ops:
+                refuse(f"op {op!r} (which runs on the host in this backend)")
+            raise UnsupportedOp(self.name, op)
+        if op[-1] == "_" or op == "assign":
+            _check_writable(inputs[0])
+        try:
+            return fn(*inputs, **attrs)
+        except HostPath:
+            refuse(f"op {op!r} with these arguments (this case runs on the host)")
+        except self._oom as e:
+            raise oom_error(e, op, self.index) from None
+        except (self.xp.cuda.runtime.CUDARuntimeError, NotImplementedError) as e:
+            # CuPy raises NotImplementedError for library calls it refuses to capture
+            raise CaptureSyncError(f"op {op!r} can't be captured into a CUDA graph ({e}): run it outside the "
+                                   "captured region") from None
+
     def supports(self, op: str) -> bool:
         return op in self._supported
 
@@ -150,6 +181,8 @@ class Cuda:
             raise oom_error(e, "write", self.index) from None
 
     def read(self, handle) -> np.ndarray:
+        if _capture_depth[0] and self._gpu:
+            refuse("reading a CUDA tensor (.item(), .cpu(), .numpy(), print, control flow on a value)")
         return self._to_host(handle)
 
     def strides(self, handle) -> tuple[int, ...]:

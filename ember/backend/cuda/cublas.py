@@ -1,0 +1,143 @@
+"""Matrix products through cuBLAS called with ctypes, for use inside a CUDA graph capture.
+
+CuPy 14 refuses every cuBLAS call while a stream is being captured, so ``graphs.Capture`` swaps
+``cupy.matmul`` for :func:`matmul` for the duration of a capture: the same product (numpy's matmul
+semantics: 1-d operands, broadcast batch dims) as one ``cublasGemmStridedBatchedEx`` call on the
+capture stream, float16/bfloat16 accumulating in float32, float32 on TF32 tensor cores while
+``ember.backends.cuda.matmul.allow_tf32`` is set. Other dtypes go to CuPy's own matmul (which doesn't
+use cuBLAS for them). cuBLAS gets a fixed workspace so that it allocates nothing while capturing.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import glob
+import os
+
+import numpy as np
+
+__all__ = ["matmul", "available", "prepare"]
+
+_DATA = {"float16": 2, "float32": 0, "float64": 1, "bfloat16": 14}  # cudaDataType
+_COMPUTE_32F, _COMPUTE_32F_TF32, _COMPUTE_64F = 68, 77, 70       # cublasComputeType_t
+_GEMM_DEFAULT = -1
+_WORKSPACE = 32 << 20
+
+_state: dict = {}
+
+
+def _load():
+    if "lib" in _state:
+        return _state["lib"]
+    lib = None
+    names = ["libcublas.so.13", "libcublas.so.12"]
+    try:
+        import nvidia.cublas as wheel
+        for d in wheel.__path__:
+            names += sorted(glob.glob(os.path.join(d, "lib", "libcublas.so.*")), reverse=True)
+    except ImportError:
+        pass
+    for name in names:
+        try:
+            lib = ctypes.CDLL(name, mode=ctypes.RTLD_GLOBAL)
+            lib.cublasGemmStridedBatchedEx  # noqa: B018 - the symbol must exist
+            break
+        except (OSError, AttributeError):
+            lib = None
+    _state["lib"] = lib
+    return lib
+
+
+def available() -> bool:
+    """Whether libcublas could be loaded with ctypes."""
+    return _load() is not None
+
+
+def _handle(lib, device: int):
+    handles = _state.setdefault("handles", {})
+    h = handles.get(device)
+    if h is None:
+        import cupy
+        h = ctypes.c_void_p()
+        _check(lib.cublasCreate_v2(ctypes.byref(h)), "cublasCreate")
+        ws = cupy.empty(_WORKSPACE, np.uint8)  # kept for the handle's lifetime
+        _check(lib.cublasSetWorkspace_v2(h, ctypes.c_void_p(ws.data.ptr), ctypes.c_size_t(_WORKSPACE)),
+               "cublasSetWorkspace")
+        handles[device] = h
+        _state.setdefault("workspaces", []).append(ws)
+    return h
+
+
+def prepare(device: int) -> bool:
+    """Load cuBLAS and create this device's handle and workspace (outside a capture: both allocate)."""
+    lib = _load()
+    if lib is None:
+        return False
+    _handle(lib, device)
+    return True
+
+
+def _check(status: int, call: str) -> None:
+    if status != 0:
+        raise RuntimeError(f"cuBLAS {call} failed with status {status}")
+
+
+def matmul(a, b, out=None, **kw):
+    """numpy's ``matmul`` for CuPy arrays through one strided-batched cuBLAS GEMM (see the module)."""
+    import cupy
+    fallback = _state.get("cupy_matmul", cupy.matmul)
+    lib = _load()
+    if (out is not None or kw or lib is None or not isinstance(a, cupy.ndarray) or not isinstance(b, cupy.ndarray)
+            or a.dtype != b.dtype or a.dtype.name not in _DATA or a.ndim == 0 or b.ndim == 0):
+        return fallback(a, b, out=out, **kw) if out is not None else fallback(a, b, **kw)
+    va, vb = a.ndim == 1, b.ndim == 1
+    if va:
+        a = a[None, :]
+    if vb:
+        b = b[:, None]
+    m, k = a.shape[-2:]
+    k2, n = b.shape[-2:]
+    if k != k2:
+        raise ValueError(f"matmul: Input operand 1 has a mismatch in its core dimension 0 (size {k2} is different "
+                         f"from {k})")
+    batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+    count = int(np.prod(batch)) if batch else 1
+    c = cupy.empty(batch + (m, n), a.dtype)
+    if c.size and k == 0:
+        c.fill(0)
+    elif c.size:
+        a_arr, sa = _operand(cupy, a, batch, m * k)
+        b_arr, sb = _operand(cupy, b, batch, k * n)
+        dtype = a.dtype.name
+        data = _DATA[dtype]
+        if dtype == "float64":
+            compute, alpha, beta = _COMPUTE_64F, ctypes.c_double(1.0), ctypes.c_double(0.0)
+        else:
+            from ...backends import cuda as flags
+            tf32 = dtype == "float32" and flags.matmul.allow_tf32
+            compute = _COMPUTE_32F_TF32 if tf32 else _COMPUTE_32F
+            alpha, beta = ctypes.c_float(1.0), ctypes.c_float(0.0)
+        h = _handle(lib, c.device.id)
+        _check(lib.cublasSetStream_v2(h, ctypes.c_void_p(cupy.cuda.get_current_stream().ptr)), "cublasSetStream")
+        # row-major C = A @ B is column-major C^T = B^T @ A^T: B's buffer first, no transposes
+        ll = ctypes.c_longlong
+        _check(lib.cublasGemmStridedBatchedEx(
+            h, 0, 0, n, m, k, ctypes.byref(alpha),
+            ctypes.c_void_p(b_arr.data.ptr), data, n, ll(sb),
+            ctypes.c_void_p(a_arr.data.ptr), data, k, ll(sa),
+            ctypes.byref(beta), ctypes.c_void_p(c.data.ptr), data, n, ll(m * n),
+            count, compute, _GEMM_DEFAULT), "cublasGemmStridedBatchedEx")
+    if va:
+        c = c[..., 0, :]
+    if vb:
+        c = c[..., 0]
+    return c
+
+
+def _operand(cupy, x, batch, size):
+    """(C-contiguous array, batch stride in elements): stride 0 for a matrix shared by the whole batch."""
+    if x.ndim == 2 or all(d == 1 for d in x.shape[:-2]):
+        return cupy.ascontiguousarray(x.reshape(x.shape[-2:])), 0
+    if tuple(x.shape[:-2]) != tuple(batch):
+        x = cupy.broadcast_to(x, tuple(batch) + x.shape[-2:])
+    return cupy.ascontiguousarray(x), size
