@@ -1,5 +1,5 @@
 """cuDNN convolutions on the CUDA backend (ember/backend/cuda/cudnn.py): the switches without a GPU, and on
-a GPU with cuDNN, every convolution direction against the backend's own im2col path and the CPU."""
+a GPU with cuDNN, every convolution direction against the CPU."""
 
 from __future__ import annotations
 
@@ -68,71 +68,62 @@ CASES = [  # (input shape, weight shape, stride, padding, dilation, groups)
 ]
 
 
-def _conv_and_grads(device, dtype, xs, ws, stride, padding, dilation, groups):
+def _cpu_reference(xs, ws, stride, padding, dilation, groups, gy=None):
+    """(y, dx, dw) in float64 on the CPU for the output gradient ``gy`` (ones when None)."""
     rng = np.random.default_rng(3)
-    x = ember.tensor(rng.standard_normal(xs).astype(np.float32), device=device).to(dtype).requires_grad_()
-    w = ember.tensor(rng.standard_normal(ws).astype(np.float32) * 0.2, device=device).to(dtype).requires_grad_()
+    x = ember.tensor(rng.standard_normal(xs)).requires_grad_()
+    w = ember.tensor(rng.standard_normal(ws) * 0.2).requires_grad_()
     conv = {3: nn.functional.conv1d, 4: nn.functional.conv2d, 5: nn.functional.conv3d}[len(xs)]
     y = conv(x, w, stride=stride, padding=padding, dilation=dilation, groups=groups)
-    (y.float() * y.float()).sum().backward()
-    return [t.float().cpu().numpy() for t in (y.detach(), x.grad, w.grad)]
+    g = np.random.default_rng(5).standard_normal(tuple(y.shape))
+    (y * ember.tensor(g)).sum().backward()
+    return x.detach().numpy(), w.detach().numpy(), g, y.detach().numpy(), x.grad.numpy(), w.grad.numpy()
 
 
 @gpu_cudnn
 @pytest.mark.parametrize("dtype,tol", [("float32", 1e-4), ("float64", 1e-10), ("float16", 2e-2), ("bfloat16", 8e-2)])
 @pytest.mark.parametrize("case", CASES, ids=[str(c[0]) + "-" + str(c[1]) for c in CASES])
 def test_cudnn_matches_the_cpu(case, dtype, tol):
-    d = getattr(ember, dtype)
-    flags = ember.backends.cudnn
-    old = flags.allow_tf32
-    flags.allow_tf32 = False
+    import cupy
+    xs, ws, stride, padding, dilation, groups = case
+    nd = len(xs) - 2
+    st, dl = (stride,) * nd, (dilation,) * nd
+    pads = ((padding, padding),) * nd
+    x, w, g, y, dx, dw = _cpu_reference(*case)
+    d = ember.backends.cudnn
+    old, d.allow_tf32 = d.allow_tf32, False
+    npdt = getattr(ember, dtype).np
     try:
-        got = _conv_and_grads("cuda", d, *case)
+        cx, cw, cg = (cupy.asarray(a.astype(np.float32)).astype(npdt) for a in (x, w, g))
+        rem = tuple((n + 2 * padding - dilation * (k - 1) - 1) % stride for n, k in zip(xs[2:], ws[2:]))
+        got = (cudnn.conv_forward(cx, cw, stride=st, padding=pads, dilation=dl, groups=groups),
+               cudnn.conv_backward_data(cg, cw, stride=st, padding=tuple((padding, padding - r) for r in rem),
+                                        dilation=dl, groups=groups),
+               cudnn.conv_backward_filter(cx, cg, kernel_size=ws[2:], stride=st, padding=pads, dilation=dl,
+                                          groups=groups))
     finally:
-        flags.allow_tf32 = old
-    want = _conv_and_grads("cpu", ember.float64, *case)
-    for g, e in zip(got, want):
-        assert g.shape == e.shape
-        np.testing.assert_allclose(g, e, rtol=tol, atol=tol * max(1.0, float(np.abs(e).max())))
-
-
-@gpu_cudnn
-def test_cudnn_is_used_and_agrees_with_the_im2col_path():
-    flags = ember.backends.cudnn
-    calls = []
-    saved = (flags.enabled, flags.allow_tf32)
-    real = cudnn._run
-    cudnn._run = lambda *a, **k: calls.append(a[0]) or real(*a, **k)
-    try:
-        flags.allow_tf32 = False
-        on = _conv_and_grads("cuda", ember.float32, *CASES[1])
-        assert set(calls) == {"fwd", "data", "filter"}
-        flags.enabled = False
-        calls.clear()
-        off = _conv_and_grads("cuda", ember.float32, *CASES[1])
-        assert calls == []
-    finally:
-        cudnn._run = real
-        flags.enabled, flags.allow_tf32 = saved
-    for a, b in zip(on, off):
-        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-4)
+        d.allow_tf32 = old
+    for mine, want in zip(got, (y, dx, dw)):
+        assert mine is not None and mine.shape == want.shape
+        np.testing.assert_allclose(cupy.asnumpy(mine.astype(np.float64)), want, rtol=tol,
+                                   atol=tol * max(1.0, float(np.abs(want).max())))
 
 
 @gpu_cudnn
 def test_conv_transpose_with_output_padding_and_benchmark_mode():
+    import cupy
     rng = np.random.default_rng(4)
     x = rng.standard_normal((2, 6, 5, 5)).astype(np.float32)
     w = rng.standard_normal((6, 4, 3, 3)).astype(np.float32)
+    want = nn.functional.conv_transpose2d(ember.tensor(x), ember.tensor(w), stride=2, padding=1, output_padding=1,
+                                          groups=2).numpy()
     flags = ember.backends.cudnn
-    outs = {}
     saved = (flags.allow_tf32, flags.benchmark)
     flags.allow_tf32, flags.benchmark = False, True
     try:
-        for dev in ("cpu", "cuda"):
-            y = nn.functional.conv_transpose2d(ember.tensor(x, device=dev), ember.tensor(w, device=dev), stride=2,
-                                               padding=1, output_padding=1, groups=2)
-            outs[dev] = y.cpu().numpy()
+        got = cudnn.conv_backward_data(cupy.asarray(x), cupy.asarray(w), stride=(2, 2), padding=((1, 0), (1, 0)),
+                                       dilation=(1, 1), groups=2)
     finally:
         flags.allow_tf32, flags.benchmark = saved
-    assert outs["cuda"].shape == outs["cpu"].shape == (2, 8, 10, 10)
-    np.testing.assert_allclose(outs["cuda"], outs["cpu"], rtol=1e-4, atol=1e-4)
+    assert got.shape == want.shape == (2, 8, 10, 10)
+    np.testing.assert_allclose(cupy.asnumpy(got), want, rtol=1e-4, atol=1e-4)

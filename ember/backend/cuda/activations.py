@@ -26,11 +26,15 @@ def build(xp, special) -> dict:
     def c(v, x):
         return x.dtype.type(v)
 
+    def _zero(x):
+        # a scalar argument of the kernel, not a 0-d array (whose allocation and fill is one more launch)
+        return xp.zeros((), x.dtype) if x.dtype in LOW else x.dtype.type(0)
+
     def _relu(x):
-        return xp.maximum(x, xp.zeros((), x.dtype))
+        return xp.maximum(x, _zero(x))
 
     def _relu_(x):
-        xp.maximum(x, xp.zeros((), x.dtype), out=x)
+        xp.maximum(x, _zero(x), out=x)
         return x
 
     def _leaky_relu(x, negative_slope):

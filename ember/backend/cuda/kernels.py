@@ -1,13 +1,19 @@
-"""Hand-written CUDA kernels for row-wise ops that CuPy would run as several passes: softmax and
-log_softmax over the last dim, and layer norm's forward (norm_affine over trailing dims).
+"""Hand-written CUDA kernels of the CUDA backend, for ops that CuPy would run as several passes.
 
-One block per row: each thread strides over the row, then warp shuffles and shared memory reduce.
-Compiled by NVRTC through CuPy on first use, once per process; float32 and float64 only (16-bit
-inputs are upcast by the callers). ``get(name, ctype)`` returns None when a kernel cannot be built,
-and the callers fall back to their array-module code.
+* row kernels (one block per row, warp shuffles and shared memory reduce): softmax and log_softmax over
+  the last dim, layer norm's forward (norm_affine over trailing dims);
+* batch norm's forward and backward: a per-channel partial-sums pass and one streaming pass each;
+* elementwise kernels of convolution and pooling: col2im as a gather, 2-d max pooling and its backward;
+* ``gemm_batched``: a batched GEMM straight through cuBLAS (weights shared by the batch, TF32 honoured).
+
+Compiled by NVRTC through CuPy on first use, once per process. Row and batch-norm kernels are float32 and
+float64 only (16-bit inputs are upcast by the callers). ``get(name, ctype)`` and ``elementwise(which)``
+return None when a kernel cannot be built, and the callers fall back to their array-module code.
 """
 
 from __future__ import annotations
+
+import numpy as np
 
 _SOURCE = r"""
 __device__ inline float e_neg_inf(float) { return __int_as_float(0xff800000); }
@@ -98,66 +104,395 @@ extern "C" __global__ void ember_layernorm_CT(const CT* __restrict__ x, const CT
     if (threadIdx.x == 0) { mean[blockIdx.x] = m; var[blockIdx.x] = v; }
 }
 
-// Per-channel statistics of a (N, C, L) tensor (batch norm): block c reduces the N*L elements of channel c.
-extern "C" __global__ void ember_chstats_CT(const CT* __restrict__ x, CT* __restrict__ mean, CT* __restrict__ var,
-                                           long long N, long long C, long long L) {
+// Batch norm over a C-contiguous (N, C, L) tensor in two launches per direction. Pass 1 (bnstats): block
+// (s, c) sums chunk s of channel c's N*L elements into part[c][s][0..3]: sum d, sum d^2 and, for the backward,
+// sum g, sum g*d, where d = x - K and K = x[0, c, 0] is a sample of the channel (the shift keeps one-pass
+// variance accurate when the mean is large against the spread). Pass 2 (bnfwd / bnbwd): every block first
+// adds up its channel's S partials (S <= blockDim), then streams its chunk once. Chunk indices are 32-bit
+// (the caller checks N*L < 2^31).
+extern "C" __global__ void ember_bnstats_CT(const CT* __restrict__ x, const CT* __restrict__ g, CT* __restrict__ part,
+                                           int N, int C, int L, int chunk, int with_g) {
     __shared__ CT sh[32];
-    long long c = blockIdx.x, total = N * L;
-    CT s = 0;
-    for (long long k = threadIdx.x; k < total; k += blockDim.x) s += x[((k / L) * C + c) * L + k % L];
-    CT m = block_sum(s, sh) / (CT)total;
-    CT q = 0;
-    for (long long k = threadIdx.x; k < total; k += blockDim.x) {
-        CT d = x[((k / L) * C + c) * L + k % L] - m;
-        q += d * d;
-    }
-    CT v = block_sum(q, sh) / (CT)total;
-    if (threadIdx.x == 0) { mean[c] = m; var[c] = v; }
-}
-
-// Per-channel sums of g and g * xhat (batch norm's backward), xhat = (x - mean) * rstd.
-extern "C" __global__ void ember_chgrad_CT(const CT* __restrict__ x, const CT* __restrict__ g,
-                                          const CT* __restrict__ mean, const CT* __restrict__ rstd,
-                                          CT* __restrict__ sg, CT* __restrict__ sgx, long long N, long long C,
-                                          long long L) {
-    __shared__ CT sh[32];
-    long long c = blockIdx.x, total = N * L;
-    CT m = mean[c], r = rstd[c];
-    CT s1 = 0, s2 = 0;
-    for (long long k = threadIdx.x; k < total; k += blockDim.x) {
-        long long at = ((k / L) * C + c) * L + k % L;
-        CT gv = g[at];
-        s1 += gv;
-        s2 += gv * (x[at] - m) * r;
+    int s = blockIdx.x, c = blockIdx.y, S = gridDim.x;
+    unsigned int total = (unsigned int)N * (unsigned int)L;
+    unsigned int start = (unsigned int)s * (unsigned int)chunk;
+    unsigned int end = min(start + (unsigned int)chunk, total);
+    CT K = x[(long long)c * L];
+    CT s1 = 0, s2 = 0, t1 = 0, t2 = 0;
+    for (unsigned int k = start + threadIdx.x; k < end; k += blockDim.x) {
+        unsigned int n = k / (unsigned int)L, l = k - n * (unsigned int)L;
+        long long at = ((long long)n * C + c) * L + l;
+        CT d = x[at] - K;
+        s1 += d;
+        s2 += d * d;
+        if (with_g) { CT gv = g[at]; t1 += gv; t2 += gv * d; }
     }
     s1 = block_sum(s1, sh);
     s2 = block_sum(s2, sh);
-    if (threadIdx.x == 0) { sg[c] = s1; sgx[c] = s2; }
+    if (with_g) { t1 = block_sum(t1, sh); t2 = block_sum(t2, sh); }
+    if (threadIdx.x == 0) {
+        CT* p = part + ((long long)c * S + s) * 4;
+        p[0] = s1; p[1] = s2; p[2] = t1; p[3] = t2;
+    }
+}
+
+__device__ inline void bn_totals(const CT* __restrict__ part, int c, int S, int nsums, CT* tot, CT* sh) {
+    for (int j = 0; j < nsums; ++j) {
+        CT v = 0;
+        for (int q = threadIdx.x; q < S; q += blockDim.x) v += part[((long long)c * S + q) * 4 + j];
+        tot[j] = block_sum(v, sh);
+    }
+}
+
+extern "C" __global__ void ember_bnfwd_CT(const CT* __restrict__ x, const CT* __restrict__ part,
+                                         const CT* __restrict__ w, const CT* __restrict__ b, CT* __restrict__ y,
+                                         CT* __restrict__ mean, CT* __restrict__ var, int N, int C, int L, int chunk,
+                                         CT eps, int has_w, int has_b) {
+    __shared__ CT sh[32];
+    int s = blockIdx.x, c = blockIdx.y, S = gridDim.x;
+    CT tot[2];
+    bn_totals(part, c, S, 2, tot, sh);
+    unsigned int total = (unsigned int)N * (unsigned int)L;
+    CT cnt = (CT)total;
+    CT K = x[(long long)c * L];
+    CT dm = tot[0] / cnt;
+    CT v = tot[1] / cnt - dm * dm;
+    if (v < (CT)0) v = 0;
+    CT m = K + dm;
+    CT r = e_rsqrt(v + eps);
+    CT a = has_w ? r * w[c] : r;
+    CT bb = has_b ? b[c] : (CT)0;
+    if (s == 0 && threadIdx.x == 0) { mean[c] = m; var[c] = v; }
+    unsigned int start = (unsigned int)s * (unsigned int)chunk;
+    unsigned int end = min(start + (unsigned int)chunk, total);
+    for (unsigned int k = start + threadIdx.x; k < end; k += blockDim.x) {
+        unsigned int n = k / (unsigned int)L, l = k - n * (unsigned int)L;
+        long long at = ((long long)n * C + c) * L + l;
+        y[at] = (x[at] - m) * a + bb;
+    }
+}
+
+// gx = r * w * (g - mean(g) - xhat * mean(g * xhat)); gw = sum(g * xhat); gb = sum(g)
+extern "C" __global__ void ember_bnbwd_CT(const CT* __restrict__ x, const CT* __restrict__ g,
+                                         const CT* __restrict__ part, const CT* __restrict__ w, CT* __restrict__ gx,
+                                         CT* __restrict__ gw, CT* __restrict__ gb, int N, int C, int L, int chunk,
+                                         CT eps, int has_w) {
+    __shared__ CT sh[32];
+    int s = blockIdx.x, c = blockIdx.y, S = gridDim.x;
+    CT tot[4];
+    bn_totals(part, c, S, 4, tot, sh);
+    unsigned int total = (unsigned int)N * (unsigned int)L;
+    CT cnt = (CT)total;
+    CT K = x[(long long)c * L];
+    CT dm = tot[0] / cnt;
+    CT v = tot[1] / cnt - dm * dm;
+    if (v < (CT)0) v = 0;
+    CT m = K + dm;
+    CT r = e_rsqrt(v + eps);
+    CT sgx = r * (tot[3] - dm * tot[2]);   // sum g * (x - mean) * r
+    CT k1 = has_w ? r * w[c] : r;
+    CT mg = tot[2] / cnt, mx = sgx / cnt * r;
+    if (s == 0 && threadIdx.x == 0) { gw[c] = sgx; gb[c] = tot[2]; }
+    unsigned int start = (unsigned int)s * (unsigned int)chunk;
+    unsigned int end = min(start + (unsigned int)chunk, total);
+    for (unsigned int k = start + threadIdx.x; k < end; k += blockDim.x) {
+        unsigned int n = k / (unsigned int)L, l = k - n * (unsigned int)L;
+        long long at = ((long long)n * C + c) * L + l;
+        gx[at] = k1 * (g[at] - mg - (x[at] - m) * mx);
+    }
 }
 """
 
-_BN_FORWARD = (
-    "T x, raw T m, raw T r, raw T w, raw T b, int64 C, int64 L, int32 has_w, int32 has_b", "T y",
-    "long long c = (i / L) % C; T t = (x - m[c]) * r[c]; if (has_w) t *= w[c]; if (has_b) t += b[c]; y = t;",
-    "ember_bn_forward")
-_BN_BACKWARD = (
-    "T x, T g, raw T m, raw T r, raw T w, raw T sg, raw T sgx, int64 C, int64 L, T inv_n, int32 has_w", "T gx",
-    "long long c = (i / L) % C; T xh = (x - m[c]) * r[c]; T wc = has_w ? w[c] : (T)1; "
-    "gx = r[c] * wc * (g - sg[c] * inv_n - xh * sgx[c] * inv_n);",
-    "ember_bn_backward")
+# ---- convolution's column kernels (RawModule with templates) ------------------------------------------------
+# A 3-d grid: blockIdx.z is the sample, blockIdx.y a column row (c, kh, kw) for im2col or an output channel
+# for col2im, threads run over the spatial positions: one 32-bit division per element (an ElementwiseKernel
+# decodes six 64-bit indices per element, which costs more than the memory traffic). im2col moves elements as
+# raw bytes (U: an unsigned integer of the element's size), so one kernel serves every dtype, padding taps
+# being zero bits. col2im is a gather: each output element adds up the column entries that land on it,
+# entry (n, c, kernel offset q, iy, ix) at n*sN + c*sC + q*sK + iy*W + ix, so both column layouts the backend
+# builds, (N, C*K, L) and (C, K, N, L), are read in place, and the crop of conv_transpose is free.
+_CONV_SOURCE = r"""
+template <typename U>
+__global__ void ember_im2col(const U* __restrict__ x, U* __restrict__ col, int C, int H, int W, int KH, int KW,
+                             int OH, int OW, int N, int sh, int sw, int ph, int pw, int dh, int dw, int per_sample) {
+    int L = OH * OW;
+    int l = blockIdx.x * blockDim.x + threadIdx.x;
+    if (l >= L) return;
+    int ck = blockIdx.y, n = blockIdx.z;
+    int kw = ck % KW, t = ck / KW;
+    int kh = t % KH, c = t / KH;
+    int oh = l / OW, ow = l - oh * OW;
+    int y = oh * sh - ph + kh * dh, z = ow * sw - pw + kw * dw;
+    U v = 0;
+    if (y >= 0 && y < H && z >= 0 && z < W) v = x[(((long long)n * C + c) * H + y) * W + z];
+    long long CK = (long long)C * KH * KW;
+    col[per_sample ? ((long long)n * CK + ck) * L + l : ((long long)ck * N + n) * L + l] = v;
+}
+
+template <typename T, typename A>
+__global__ void ember_col2im(const T* __restrict__ cols, T* __restrict__ out, int CO, int OH, int OW, int H, int W,
+                             int KH, int KW, int sh, int sw, int ph, int pw, int dh, int dw, long long sN,
+                             long long sC, long long sK) {
+    int OL = OH * OW;
+    int l = blockIdx.x * blockDim.x + threadIdx.x;
+    if (l >= OL) return;
+    int c = blockIdx.y, n = blockIdx.z;
+    int oy = l / OW, ox = l - oy * OW;
+    int fy = oy + ph, fx = ox + pw;
+    const T* base = cols + (long long)n * sN + (long long)c * sC;
+    A s = 0;
+    for (int kh = 0; kh < KH; ++kh) {
+        int ty = fy - kh * dh;
+        if (ty < 0) break;
+        int iy = ty;
+        if (sh != 1) { if (ty % sh) continue; iy = ty / sh; }
+        if (iy >= H) continue;
+        for (int kw = 0; kw < KW; ++kw) {
+            int tx = fx - kw * dw;
+            if (tx < 0) break;
+            int ix = tx;
+            if (sw != 1) { if (tx % sw) continue; ix = tx / sw; }
+            if (ix >= W) continue;
+            s += (A)base[(long long)(kh * KW + kw) * sK + (long long)iy * W + ix];
+        }
+    }
+    out[((long long)n * CO + c) * OL + l] = (T)s;
+}
+"""
+_UINT = {1: "unsigned char", 2: "unsigned short", 4: "unsigned int", 8: "unsigned long long"}
+_COL2IM = {np.dtype(np.float32): "float,float", np.dtype(np.float64): "double,double"}
+_conv_module: list = []
+
+
+def conv_kernel(which: str, dtype):
+    """'im2col' (any dtype, by element size) or 'col2im' (float32/float64) as a compiled RawKernel, or None."""
+    if which == "im2col":
+        name = f"ember_im2col<{_UINT[dtype.itemsize]}>" if dtype.itemsize in _UINT else None
+    else:
+        pair = _COL2IM.get(dtype)
+        name = None if pair is None else f"ember_col2im<{pair}>"
+    if name is None:
+        return None
+    if not _conv_module:
+        try:
+            import cupy
+            names = [f"ember_im2col<{u}>" for u in _UINT.values()] + [f"ember_col2im<{t}>" for t in _COL2IM.values()]
+            _conv_module.append(cupy.RawModule(code=_CONV_SOURCE, options=("-std=c++17",), name_expressions=names))
+        except Exception as e:  # noqa: BLE001 - the callers' generic paths cover every case
+            import warnings
+            warnings.warn(f"ember's CUDA convolution kernels could not be built, using the slower path: {e}",
+                          RuntimeWarning, stacklevel=2)
+            _conv_module.append(None)
+    mod = _conv_module[0]
+    return None if mod is None else mod.get_function(name)
+
+
+# ---- elementwise kernels of convolution and max pooling (CuPy ElementwiseKernel, one launch each) ----------
+# col2im as a gather: each output element of conv_transpose (N, CO, OH, OW; the cropped output, so no crop
+# copy follows) adds up the column entries that land on it, walking the KH*KW kernel offsets. The column
+# entry of (n, c, kernel offset q, input row iy, column ix) is at n*sN + c*sC + q*sK + iy*W + ix, so both
+# column layouts the backend builds, (N, CO*K, H*W) and (CO, K, N, H*W), are read in place.
+_COL2IM_2D = (
+    "raw T cols, int32 CO, int32 OH, int32 OW, int32 H, int32 W, int32 KH, int32 KW, int32 sh, int32 sw, "
+    "int32 ph, int32 pw, int32 dh, int32 dw, int64 sN, int64 sC, int64 sK", "T out",
+    r"""
+    int ox = i % OW; long long t = i / OW;
+    int oy = t % OH; t /= OH;
+    int c = t % CO;
+    long long n = t / CO;
+    int fy = oy + ph, fx = ox + pw;
+    ACC s = 0;
+    const long long base = n * sN + (long long)c * sC;
+    for (int kh = 0; kh < KH; ++kh) {
+        int ty = fy - kh * dh;
+        if (ty < 0) break;
+        if (ty % sh) continue;
+        int iy = ty / sh;
+        if (iy >= H) continue;
+        for (int kw = 0; kw < KW; ++kw) {
+            int tx = fx - kw * dw;
+            if (tx < 0) break;
+            if (tx % sw) continue;
+            int ix = tx / sw;
+            if (ix >= W) continue;
+            s += (ACC)cols[base + (long long)(kh * KW + kw) * sK + (long long)iy * W + ix];
+        }
+    }
+    out = (T)s;
+    """, "ember_col2im2d")
+
+# 2-d max pooling: each output element scans its window's in-range taps once; the first maximum wins, a NaN
+# wins over every number (the first NaN), and idx is the flat input position (row * W + column).
+_MAXPOOL_2D = (
+    "raw T x, int32 H, int32 W, int32 OH, int32 OW, int32 KH, int32 KW, int32 sh, int32 sw, int32 ph, "
+    "int32 pw, int32 dh, int32 dw, T lowest", "T y, int64 idx",
+    r"""
+    int ow = i % OW; long long t = i / OW;
+    int oh = t % OH;
+    long long base = (t / OH) * H * W;
+    T best = lowest;
+    long long bi = (long long)(oh * sh - ph) * W + (ow * sw - pw);
+    bool found = false;
+    for (int kh = 0; kh < KH; ++kh) {
+        int r = oh * sh - ph + kh * dh;
+        if (r < 0 || r >= H) continue;
+        for (int kw = 0; kw < KW; ++kw) {
+            int q = ow * sw - pw + kw * dw;
+            if (q < 0 || q >= W) continue;
+            T v = x[base + (long long)r * W + q];
+            if (!found || (!(best != best) && (v > best || v != v))) {
+                best = v;
+                bi = (long long)r * W + q;
+                found = true;
+            }
+        }
+    }
+    y = best;
+    idx = bi;
+    """, "ember_maxpool2d")
+
+# max pooling's backward: each output gradient goes to its saved input position (out zeroed by the caller);
+# atomic adds where windows overlap, plain stores where they cannot (disjoint windows).
+_MAXPOOL_BWD = (
+    "T g, int64 idx, int64 L, int64 P, int32 disjoint", "raw T out",
+    "long long at = (i / L) * P + idx; if (disjoint) out[at] = g; else atomicAdd(&out[at], g);",
+    "ember_maxpool_backward")
+
+_SPECS = {"col2im2d": _COL2IM_2D, "maxpool2d": _MAXPOOL_2D, "maxpool_backward": _MAXPOOL_BWD}
 _elementwise: dict = {}
 
 
-def elementwise(which: str):
-    """CuPy ElementwiseKernels of batch norm ('bn_forward', 'bn_backward'), or None."""
-    if which not in _elementwise:
+def elementwise(which: str, acc: str = "float"):
+    """The CuPy ElementwiseKernel ``which`` ('col2im2d' with accumulator type ``acc``, 'maxpool2d',
+    'maxpool_backward'), built on first use; None when it cannot be built (the caller falls back)."""
+    key = (which, acc)
+    if key not in _elementwise:
         try:
             import cupy
-            spec = {"bn_forward": _BN_FORWARD, "bn_backward": _BN_BACKWARD}[which]
-            _elementwise[which] = cupy.ElementwiseKernel(*spec)
+            params, outs, body, name = _SPECS[which]
+            _elementwise[key] = cupy.ElementwiseKernel(params, outs, body.replace("ACC", acc), f"{name}_{acc}")
         except Exception:  # noqa: BLE001 - the caller falls back
-            _elementwise[which] = None
-    return _elementwise[which]
+            _elementwise[key] = None
+    return _elementwise[key]
+
+
+# ---- batched GEMM straight through cuBLAS ------------------------------------------------------------------
+# CuPy's matmul of stacked operands copies non-contiguous ones, builds pointer arrays for broadcast ones (three
+# extra launches) and ignores the TF32 compute type; convolutions need neither, so they call
+# cublasGemmStridedBatchedEx here: a weight shared by the whole batch is batch stride 0.
+def _stored(m, item: int):
+    """(array, transposed, ld, batch stride) of a 2-d/3-d operand whose matrices cuBLAS can read in place:
+    rows contiguous (row-major) or columns contiguous (then it is the transpose of a row-major matrix)."""
+    shape, strides = m.shape, m.strides
+    r, c = shape[-2], shape[-1]
+    sr, sc = strides[-2], strides[-1]
+    bs = strides[0] if len(shape) == 3 and shape[0] > 1 else 0
+    if sr < 0 or sc < 0 or bs < 0 or sr % item or sc % item or bs % item:
+        return None
+    sr, sc, bs = sr // item, sc // item, bs // item
+    if sc == 1 or c == 1:
+        ld = sr if r > 1 else c
+        if ld >= max(1, c):
+            return m, False, ld, bs
+    if sr == 1 or r == 1:
+        ld = sc if c > 1 else r
+        if ld >= max(1, r):
+            return m, True, ld, bs
+    return None
+
+
+def gemm_batched(xp, a, b, trans_a: bool = False, trans_b: bool = False, out=None):
+    """``op(a) @ op(b)`` over a batch, as a C-contiguous (B, M, N) array (``out`` when given: C-contiguous,
+    of that shape and dtype); ``a`` and ``b`` are 2-d (one matrix for the whole batch) or 3-d, ``op``
+    transposes the last two dims when asked. On numpy this is ``numpy.matmul``; on CuPy one
+    cublasGemmStridedBatchedEx call (float32 on TF32 tensor cores while
+    ``ember.backends.cuda.matmul.allow_tf32`` is set; float16/bfloat16 accumulate in float32).
+
+    >>> gemm_batched(np, np.ones((2, 3)), np.ones((4, 3, 5))).shape
+    (4, 2, 5)
+    """
+    types = None if xp is np or a.dtype != b.dtype else _gemm_types(a.dtype)
+    # while a CUDA graph capture is open, graphs.Capture has swapped cupy.matmul for ember's ctypes cuBLAS call
+    # (CuPy refuses its own cuBLAS wrappers while capturing): the products go through it
+    if types is None or xp.matmul is not _cu[4]:
+        oa = a.swapaxes(-1, -2) if trans_a else a
+        ob = b.swapaxes(-1, -2) if trans_b else b
+        r = xp.matmul(oa, ob)
+        r = r if r.ndim == 3 else r[None]
+        if out is not None:
+            out[...] = r
+            return out
+        return r
+    cupy, cublas = _cu[0], _cu[1]
+    batch = max(a.shape[0] if a.ndim == 3 else 1, b.shape[0] if b.ndim == 3 else 1)
+    M = a.shape[-1] if trans_a else a.shape[-2]
+    K = a.shape[-2] if trans_a else a.shape[-1]
+    N = b.shape[-2] if trans_b else b.shape[-1]
+    item = a.itemsize
+    if out is None:
+        out = cupy.empty((batch, M, N), a.dtype)
+    elif out.shape != (batch, M, N) or out.dtype != a.dtype or not out.flags.c_contiguous:
+        raise ValueError(f"gemm_batched: out must be a C-contiguous {(batch, M, N)} {a.dtype} array, got "
+                         f"{out.shape} {out.dtype}")
+    if out.size == 0:
+        return out
+    if K == 0:
+        out.fill(0)
+        return out
+    sa, sb = _stored(a, item), _stored(b, item)
+    if sa is None:
+        a = cupy.ascontiguousarray(a)
+        sa = _stored(a, item)
+    if sb is None:
+        b = cupy.ascontiguousarray(b)
+        sb = _stored(b, item)
+    a, fa, lda, bsa = sa
+    b, fb, ldb, bsb = sb
+    ta, tb = trans_a ^ fa, trans_b ^ fb
+    cuda_type, compute, compute_tf32, one, zero = types
+    if compute_tf32 is not None and _cu[3].matmul.allow_tf32:
+        compute = compute_tf32
+    # row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: B goes first
+    cublas.gemmStridedBatchedEx(
+        _cu[2](), 1 if tb else 0, 1 if ta else 0, N, M, K, one,
+        b.data.ptr, cuda_type, ldb, bsb, a.data.ptr, cuda_type, lda, bsa, zero,
+        out.data.ptr, cuda_type, N, M * N, batch, compute, cublas.CUBLAS_GEMM_DEFAULT_TENSOR_OP)
+    return out
+
+
+_CUDA_TYPES = {"float32": "CUDA_R_32F", "float64": "CUDA_R_64F", "float16": "CUDA_R_16F", "bfloat16": "CUDA_R_16BF"}
+# alpha = 1 and beta = 0 in host memory, for the life of the process; cuBLAS takes their addresses
+_COEF = [np.array([1, 0], np.float32), np.array([1, 0], np.float64)]
+# cupy, cublas, get_cublas_handle, ember.backends.cuda, CuPy's own matmul (imported on first use)
+_cu: list = []
+_types: dict = {}     # numpy dtype -> (cuda data type, compute type, TF32 compute type or None, alpha, beta)
+
+
+def _gemm_types(dtype):
+    """cuBLAS types of a dtype (looked up by dtype object: numpy's ``dtype.name`` is slow), or None."""
+    got = _types.get(dtype, False)
+    if got is not False:
+        return got
+    if not _cu:
+        import cupy
+        from cupy_backends.cuda.libs import cublas
+
+        from ...backends import cuda as flags
+        from . import cublas as ctypes_cublas
+        _cu.extend((cupy, cublas, cupy.cuda.device.get_cublas_handle, flags,
+                    ctypes_cublas._state.get("cupy_matmul", cupy.matmul)))
+    from cupy_backends.cuda.api import runtime
+    cublas = _cu[1]
+    name = np.dtype(dtype).name
+    got = None
+    if name in _CUDA_TYPES:
+        coef = _COEF[1] if name == "float64" else _COEF[0]
+        one, zero = int(coef.ctypes.data), int(coef.ctypes.data) + coef.itemsize
+        compute = cublas.CUBLAS_COMPUTE_64F if name == "float64" else cublas.CUBLAS_COMPUTE_32F
+        tf32 = cublas.CUBLAS_COMPUTE_32F_FAST_TF32 if name == "float32" else None
+        got = (getattr(runtime, _CUDA_TYPES[name]), compute, tf32, one, zero)
+    _types[dtype] = got
+    return got
 
 
 _CTYPES = {"float32": "float", "float64": "double"}
@@ -165,25 +500,26 @@ _modules: dict = {}
 _cache: dict = {}
 
 
-def get(name: str, dtype_name: str):
-    """The compiled kernel ``ember_<name>_<ctype>`` for a numpy dtype name, or None."""
-    ctype = _CTYPES.get(dtype_name)
-    if ctype is None:
-        return None
-    key = (name, ctype)
-    if key not in _cache:
+def get(name: str, dtype):
+    """The compiled kernel ``ember_<name>_<ctype>`` for a numpy dtype (or its name), or None."""
+    got = _cache.get((name, dtype), False)
+    if got is not False:
+        return got
+    ctype = _CTYPES.get(np.dtype(dtype).name)
+    got = None
+    if ctype is not None:
         try:
             mod = _modules.get(ctype)
             if mod is None:
                 import cupy
                 mod = _modules[ctype] = cupy.RawModule(code=_SOURCE.replace("CT", ctype), options=("-std=c++17",))
-            _cache[key] = mod.get_function(f"ember_{name}_{ctype}")
+            got = mod.get_function(f"ember_{name}_{ctype}")
         except Exception as e:  # noqa: BLE001 - the caller's array-module code covers every case
             import warnings
             warnings.warn(f"ember's CUDA kernel {name} ({ctype}) could not be built, using the slower path: {e}",
                           RuntimeWarning, stacklevel=2)
-            _cache[key] = None
-    return _cache[key]
+    _cache[(name, dtype)] = got
+    return got
 
 
 def threads_for(cols: int) -> int:

@@ -26,7 +26,7 @@ def build(xp) -> dict:
 
     def _row_softmax(x, dim, log):
         w = _rows(x, dim)
-        k = None if w is None else kernels.get("softmax", w.dtype.name)
+        k = None if w is None else kernels.get("softmax", w.dtype)
         if k is None:
             return None
         cols = w.shape[-1]
@@ -108,7 +108,7 @@ def build(xp) -> dict:
         if not gpu or axes != tuple(range(x.ndim - k, x.ndim)):
             return None
         w = _rows(x.reshape(x.shape[:x.ndim - k] + (-1,)), x.ndim - k) if k else None
-        kern = None if w is None else kernels.get("layernorm", w.dtype.name)
+        kern = None if w is None else kernels.get("layernorm", w.dtype)
         if kern is None:
             return None
         tail = tuple(x.shape[x.ndim - k:])
@@ -143,7 +143,7 @@ def build(xp) -> dict:
         if not gpu or x.ndim < 2 or axes != (0,) + tuple(range(2, x.ndim)) or x.size == 0:
             return None
         a = _work(x)
-        if a.dtype.name not in ("float32", "float64"):
+        if a.dtype != np.float32 and a.dtype != np.float64:
             return None
         C = x.shape[1]
         vecs = []
@@ -155,55 +155,71 @@ def build(xp) -> dict:
         a = a if a.flags.c_contiguous else xp.ascontiguousarray(a)
         return a.reshape(x.shape[0], C, -1), vecs
 
-    def _channel_stats(a3):
-        k = kernels.get("chstats", a3.dtype.name)
-        if k is None:
-            return None
+    def _bn_grid(a3):
+        """(kernels' chunk size, blocks per channel S): enough blocks to fill the GPU when channels are few
+        and long (ResNet's first layers: 64 channels of 400k elements), one per channel when they are many and
+        short; S <= 256 = threads per block, so a block adds up its channel's S partials in one step."""
         N, C, L = a3.shape
-        mean, var = xp.empty(C, a3.dtype), xp.empty(C, a3.dtype)
-        k((C,), (kernels.threads_for(N * L),), (a3, mean, var, np.int64(N), np.int64(C), np.int64(L)))
-        return mean, var
+        total = N * L
+        S = max(1, min(256, -(-total // 8192), -(-2048 // C)))
+        chunk = -(-total // S)
+        return chunk, -(-total // chunk)
+
+    def _bn_ok(a3):
+        N, C, L = a3.shape
+        return N * L < (1 << 31) and C < 65536 and L < (1 << 31)
 
     def _batch_norm(x, weight, bias, axes, eps, stat_shape):
+        """Two launches: per-channel partial sums, then one pass normalising (and the statistics)."""
         got = _channels(x, axes, weight, bias)
-        fwd = kernels.elementwise("bn_forward")
-        if got is None or fwd is None:
+        if got is None or not _bn_ok(got[0]):
             return None
         a3, (wv, bv) = got
-        stats = _channel_stats(a3)
-        if stats is None:
+        stats, apply = kernels.get("bnstats", a3.dtype), kernels.get("bnfwd", a3.dtype)
+        if stats is None or apply is None:
             return None
-        mean, var = stats
-        r = 1.0 / xp.sqrt(var + eps)
-        C, L = a3.shape[1], a3.shape[2]
-        y = fwd(a3, mean, r, a3 if wv is None else wv, a3 if bv is None else bv, C, L, int(wv is not None),
-                int(bv is not None))
+        N, C, L = a3.shape
+        chunk, S = _bn_grid(a3)
+        # one allocation for the partial sums and the two statistics (each allocation costs host time)
+        buf = xp.empty(C * (4 * S + 2), a3.dtype)
+        part, mean, var = buf[:4 * C * S], buf[4 * C * S:4 * C * S + C], buf[4 * C * S + C:]
+        geo = (np.int32(N), np.int32(C), np.int32(L), np.int32(chunk))
+        stats((S, C), (256,), (a3, a3, part) + geo + (np.int32(0),))
+        y = xp.empty(x.shape, a3.dtype)
+        apply((S, C), (256,), (a3, part, a3 if wv is None else wv, a3 if bv is None else bv, y, mean, var) + geo
+              + (a3.dtype.type(eps), np.int32(wv is not None), np.int32(bv is not None)))
         d = x.dtype
-        return (y.reshape(x.shape).astype(d, copy=False), mean.reshape(stat_shape).astype(d, copy=False),
+        return (y.astype(d, copy=False), mean.reshape(stat_shape).astype(d, copy=False),
                 var.reshape(stat_shape).astype(d, copy=False))
 
     def _batch_norm_backward(x, weight, grad, axes, eps, bias_shape):
+        """Two launches: per-channel partial sums of x, x^2, g, g*x in one read of x and g, then one pass
+        writing the input gradient (and the weight and bias gradients, per channel)."""
         got = _channels(x, axes, weight)
-        bwd = kernels.elementwise("bn_backward")
-        if got is None or bwd is None or grad.shape != x.shape:
+        if got is None or grad.shape != x.shape or not _bn_ok(got[0]):
             return None
         a3, (wv,) = got
-        g3 = xp.ascontiguousarray(_work(grad).astype(a3.dtype, copy=False)).reshape(a3.shape)
-        stats = _channel_stats(a3)
-        kg = kernels.get("chgrad", a3.dtype.name)
-        if stats is None or kg is None:
+        stats, apply = kernels.get("bnstats", a3.dtype), kernels.get("bnbwd", a3.dtype)
+        if stats is None or apply is None:
             return None
-        mean, var = stats
-        r = 1.0 / xp.sqrt(var + eps)
+        g3 = _work(grad).astype(a3.dtype, copy=False)
+        g3 = (g3 if g3.flags.c_contiguous else xp.ascontiguousarray(g3)).reshape(a3.shape)
         N, C, L = a3.shape
-        sg, sgx = xp.empty(C, a3.dtype), xp.empty(C, a3.dtype)
-        kg((C,), (kernels.threads_for(N * L),), (a3, g3, mean, r, sg, sgx, np.int64(N), np.int64(C), np.int64(L)))
-        gx = bwd(a3, g3, mean, r, a3 if wv is None else wv, sg, sgx, C, L, a3.dtype.type(1.0 / (N * L)),
-                 int(wv is not None))
+        chunk, S = _bn_grid(a3)
+        part = xp.empty((C, S, 4), a3.dtype)
+        geo = (np.int32(N), np.int32(C), np.int32(L), np.int32(chunk))
+        stats((S, C), (256,), (a3, g3, part) + geo + (np.int32(1),))
+        # results allocated in their final shapes: arrays that own their memory are stored as .grad by
+        # autograd as they are (a reshaped view would be copied)
+        gx = xp.empty(x.shape, a3.dtype)
+        sgx = xp.empty(C if weight is None else weight.shape, a3.dtype)
+        sg = xp.empty(C if bias_shape is None else tuple(bias_shape), a3.dtype)
+        apply((S, C), (256,), (a3, g3, part, a3 if wv is None else wv, gx, sgx, sg) + geo
+              + (a3.dtype.type(eps), np.int32(wv is not None)))
         d = x.dtype
-        gw = None if weight is None else sgx.reshape(weight.shape).astype(weight.dtype, copy=False)
-        gb = None if bias_shape is None else sg.reshape(tuple(bias_shape)).astype(d, copy=False)
-        return gx.reshape(x.shape).astype(d, copy=False), gw, gb
+        gw = None if weight is None else sgx.astype(weight.dtype, copy=False)
+        gb = None if bias_shape is None else sg.astype(d, copy=False)
+        return gx.astype(d, copy=False), gw, gb
 
     def _sum_to(g, shape):
         lead = g.ndim - len(shape)
