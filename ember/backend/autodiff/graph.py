@@ -110,9 +110,14 @@ class AccumulateGrad:
     pre_hooks = None
     retained = None
 
+    _counter = 0
+
     def __init__(self, var: Var):
         self.var = var
-        self.seq = 0
+        # after every real node (seq >= 1), and among sinks in creation order, not by address: a
+        # repeated training step then writes its gradients in the same order (Fusion's plan cache)
+        AccumulateGrad._counter += 1
+        self.seq = -AccumulateGrad._counter
 
     def name(self) -> str:
         return "AccumulateGrad"

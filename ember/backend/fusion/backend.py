@@ -23,7 +23,8 @@ import os
 import sys
 import weakref
 
-from ..meta import Meta, contiguous_strides, infer, is_view_op
+from ..meta import Meta, infer, is_view_op
+from ..meta import contiguous_strides as _contiguous_strides
 from . import composites, schedule
 from .codegen import ctype
 from .composites import COVERED
@@ -75,9 +76,25 @@ class Fusion:
         self._pending: list = []  # weakrefs to pending handles recorded since the last flush
         self._writes: dict = {}  # storage id -> (dst Buf, value node, dst array): the last pending write
         self._alias: dict = {}  # id(array) -> (weakref(array), token) for materialised pending results
-        self.stats = {"kernels": 0, "inner_ops": 0, "flushes": 0, "views": 0}
+        self.stats = {"kernels": 0, "inner_ops": 0, "flushes": 0, "views": 0, "plan_hits": 0, "plans": 0}
         self._dtype_of = inner.dtype
         self._strides_of = inner.strides
+        # the recording window's structural signature (see schedule.py: a flush whose signature was
+        # seen before replays that flush's plan); _h hashes it incrementally as ops are recorded
+        self._plans: dict = {}
+        self._serial = 0
+        self._busy = 0  # > 0 while an op is being recorded (a flush then taints the new window)
+        self._new_window(False)
+
+    def _new_window(self, tainted: bool) -> None:
+        self._serial += 1
+        self._sig: list = []  # structural descriptors of the recorded ops and registered leaves
+        self._h = 0
+        self._leaves: list = []  # concrete Bufs read or written in this window, by slot
+        self._sids: dict = {}  # storage id -> first leaf slot on it (aliasing is structure)
+        self._scal: list = []  # Python scalar values, by slot (kernel arguments, not structure)
+        self._srcs: list = []  # (op, inputs, attrs, k) of single ops that may run on the inner backend
+        self._tainted = tainted  # a flush in the middle of recording an op: not cacheable
 
     def __repr__(self) -> str:
         return f"Fusion({self.inner!r})"
@@ -87,6 +104,7 @@ class Fusion:
         return FH(arr.shape, self._dtype_of(arr), tuple(self._strides_of(arr)), arr=arr)
 
     def _track(self, fh: FH) -> FH:
+        fh.idx = len(self._pending)
         self._pending.append(weakref.ref(fh))
         if len(self._pending) >= MAX_PENDING:
             self.flush()
@@ -95,6 +113,8 @@ class Fusion:
     def _leaf(self, fh: FH) -> N:
         """The expression reading ``fh``'s value."""
         if fh.arr is None:
+            if fh.node is None:
+                raise _failed(fh)
             return fh.node
         buf = fh.buf
         if buf is None:
@@ -102,6 +122,9 @@ class Fusion:
             buf = fh.buf
         else:
             node = fh.node
+        w = buf.win
+        if w is None or w[0] != self._serial:
+            self._register(fh)
         if self._writes:
             w = self._writes.get(buf.sid)
             if w is not None:  # a pending write replaced this storage's contents: read its value
@@ -131,9 +154,69 @@ class Fusion:
         fh.node = node
         return node
 
+    # ---- the window's structural signature -------------------------------------------------------
+    def _register(self, fh: FH) -> int:
+        """The leaf slot of concrete ``fh``'s Buf in this window (registered on first use, with its
+        geometry and storage aliasing as structure)."""
+        buf = fh.buf
+        if buf is None:
+            self._load_concrete(fh)
+            buf = fh.buf
+        w = buf.win
+        if w is not None and w[0] == self._serial:
+            return w[1]
+        slot = len(self._leaves)
+        self._leaves.append(buf)
+        buf.win = (self._serial, slot)
+        alias = self._sids.setdefault(buf.sid, slot)
+        self._note(("L", fh.shape, fh.dtype, fh.node.attrs, alias))
+        return slot
+
+    def _note(self, desc) -> None:
+        self._sig.append(desc)
+        self._h = hash((self._h, desc))
+
+    def _describe(self, op, inputs, attrs) -> tuple:
+        """What the structure of a recorded op depends on: its name, attributes, and per input the
+        window position of a pending handle, the leaf slot of a concrete one, or a scalar's type."""
+        d = []
+        for x in inputs:
+            c = x.__class__
+            if c is FH:
+                d.append(x.idx if x.arr is None else -1 - self._register(x))
+            elif c in _SCALARS or x is None:
+                d.append(c)
+            else:
+                d.append(("?", _freeze(x)))
+        return (op, tuple(d), _freeze(attrs) if attrs else ())
+
+    def _scalar(self, value, shape, dtype) -> N:
+        """A scalar argument node: its value lives in the window's scalar slots, not in the key."""
+        slot = len(self._scal)
+        self._scal.append(value)
+        return N("sc", (slot,), shape, dtype, value)
+
+    def _src(self, node: N, op, inputs, attrs) -> None:
+        """Mark ``node`` as a single op on memory (run on the inner backend if alone at the flush)."""
+        node.src = (op, inputs, attrs, len(self._srcs))
+        self._srcs.append(node.src)
+
     # ---- protocol --------------------------------------------------------------------------------
     def run(self, op: str, inputs: tuple, attrs: dict):
-        if _STATE["enabled"]:
+        if _STATE["enabled"] and (op in _RECORDABLE or (op[-1] == "_" and op[:-1] in _RECORDABLE)):
+            self._busy += 1
+            try:
+                self._note(self._describe(op, inputs, attrs))
+                r = self._record(op, inputs, attrs)
+            finally:
+                self._busy -= 1
+            if r is not None:
+                return r
+        return self._sync_run(op, inputs, attrs)
+
+    def _record(self, op: str, inputs: tuple, attrs: dict):
+        """The pending handle(s) of ``op``, or None when it is not recorded (then it syncs)."""
+        if True:
             if op in ELEMENTWISE:
                 r = self._elementwise(op, inputs, attrs)
                 if r is not None:
@@ -174,7 +257,7 @@ class Fusion:
                         w = self._inplace(x, r)
                         if w is not None:
                             return w
-        return self._sync_run(op, inputs, attrs)
+        return None
 
     def _sync_run(self, op, inputs, attrs):
         if self._needs_flush(op, inputs):
@@ -223,6 +306,8 @@ class Fusion:
     def read(self, h):
         if h.arr is None or self._writes:  # a pending write may target this memory
             self.flush()
+            if h.arr is None:
+                raise _failed(h)
         return self.inner.read(h.arr)
 
     def shape(self, h):
@@ -280,6 +365,8 @@ class Fusion:
         """Run everything pending (the sync point)."""
         if self._pending or self._writes:
             schedule.flush(self)
+        elif self._sig:
+            self._new_window(self._busy > 0)
 
     # ---- recording -------------------------------------------------------------------------------
     def _elementwise(self, op, inputs, attrs):
@@ -329,13 +416,13 @@ class Fusion:
             elif x.__class__ in _SCALARS:
                 if op == "where" and k == 0:
                     return None
-                kids.append(N("sc", (), shape, comp, x))
+                kids.append(self._scalar(x, shape, comp))
             else:
                 return None
         attrs_t = attrs.get("dtype") if op == "cast" else None
         node = N(op, tuple(kids), shape, out, attrs_t)
         if all(k is None or k.op == "ld" or k.op == "sc" for k in kids) and all(h.arr is not None for h in hs):
-            node.src = (op, inputs, attrs)  # alone in a kernel, it runs on the inner backend instead
+            self._src(node, op, inputs, attrs)  # alone in a kernel, it runs on the inner backend instead
         fh = FH(shape, out, contiguous_strides(shape), node=node, token=Token())
         if node.depth > MAX_DEPTH:  # a very long chain: write this value, later ops read it
             fh.buf = Buf(None, shape, out, producer=node)
@@ -383,8 +470,8 @@ class Fusion:
         else:
             red_attrs = (op, tuple(sorted(rd)), keep)
         red = N("red", (self._leaf(x),), shape, out, red_attrs)
-        if x.arr is not None and red.args[0].op == "ld":
-            red.src = (op, inputs, attrs)
+        if x.arr is not None and red.args[0].op == "ld" and op != "var":  # numpy's var: 4 passes, temporaries
+            self._src(red, op, inputs, attrs)
         buf = Buf(None, shape, out, producer=red)
         fh = FH(shape, out, contiguous_strides(shape), node=load(buf, shape, contiguous_strides(shape), 0, out),
                 token=Token())
@@ -451,7 +538,7 @@ class Fusion:
                 return None
             value = broadcast_to(self._leaf(src), dst.shape)
         elif src.__class__ in _SCALARS:
-            value = N("sc", (), dst.shape, dst.dtype, src)
+            value = self._scalar(src, dst.shape, dst.dtype)
         else:
             return None
         if value.dtype != dst.dtype:
@@ -462,6 +549,8 @@ class Fusion:
         if dst.arr is None:  # a pending write: write its destination again
             dst = self._wrap(dst.write[1])
         arr = dst.arr
+        if ctype(dst.dtype) is not None and arr.flags.c_contiguous:
+            self._register(dst)
         dt = ctype(dst.dtype)
         if dt is None or not arr.flags.c_contiguous or not arr.flags.writeable:
             return None
@@ -472,8 +561,7 @@ class Fusion:
         value = self._value_for(dst, src)
         if value is None:
             return None
-        if dst.buf is None:
-            self._load_concrete(dst)
+        self._register(dst)
         dbuf = dst.buf
         self._writes[dbuf.sid] = (dbuf, value, arr)
         fh = FH(dst.shape, dst.dtype, dst.strides, node=value, token=self._storage_of(arr))
@@ -482,6 +570,44 @@ class Fusion:
 
 
 _BOOL = None
+_RECORDABLE = ELEMENTWISE | REDUCTIONS | VIEWS | COVERED | {"contiguous", "masked_fill", "assign"}
+
+
+_STRIDES: dict = {}
+
+
+def contiguous_strides(shape) -> tuple:
+    """C-contiguous element strides of ``shape``, memoised (a training step asks for the same few
+    shapes hundreds of times)."""
+    try:
+        return _STRIDES[shape]
+    except KeyError:
+        if len(_STRIDES) > 4096:
+            _STRIDES.clear()
+        st = _STRIDES[shape] = tuple(_contiguous_strides(shape))
+        return st
+    except TypeError:  # an unhashable shape (a list)
+        return tuple(_contiguous_strides(shape))
+
+
+def _freeze(v):
+    """A hashable, comparable form of an attribute value (an unhashable, unknown one gets its id,
+    which never matches a later window's: that window is then analysed afresh, never mis-replayed)."""
+    c = v.__class__
+    if c is dict:
+        return tuple([(k, _freeze(x)) for k, x in v.items()])
+    if c is tuple or c is list:
+        return tuple([_freeze(x) for x in v])
+    try:
+        hash(v)
+    except TypeError:
+        return ("id", id(v))
+    return v
+
+
+def _failed(fh: FH) -> Exception:
+    return RuntimeError(f"fusion: this value was pending when the flush computing it failed (shape "
+                        f"{tuple(fh.shape)}, {fh.dtype}); that error was raised then")
 
 
 def _broadcast(a: tuple, b: tuple) -> tuple:

@@ -9,8 +9,9 @@ Two kernel kinds:
 
 * **elementwise**: outputs of one shape; blocks cover (row, chunk of the innermost dim); each thread
   computes one element of every output, loads shared by the trees are read once.
-* **reduction**: one thread per output element loops over the reduced elements; the reduced
-  input is any elementwise tree (the prologue), and the result may be scaled (mean).
+* **reduction** and **row** kernels (rowgen.py): one thread per output element loops over the
+  reduced elements; the reduced input is any elementwise tree (the prologue), and elementwise
+  outputs that read the results back (softmax, norms) can follow in the same kernel.
 """
 
 from __future__ import annotations
@@ -25,6 +26,8 @@ from .ops import CUBE_TYPE, FLOAT_TYPES, cast, formula
 
 _KERNELS: dict = {}  # source -> cube.Kernel (compiled variants live inside it, and on disk)
 _counter = [0]
+# kernel sources generated in this process (a replayed flush plan generates none: tests pin it)
+GENERATED = [0]
 
 
 def ctype(dtype) -> str | None:
@@ -48,13 +51,19 @@ def compile_source(src: str, name: str):
     return k
 
 
-class _Lit:
-    """A scalar argument's value, converted to what cube's launch takes for its type."""
+def lit(t: str, v):
+    """A scalar argument's value, converted to what cube's launch takes for cube type ``t``."""
+    return bool(v) if t == "bool_" else float(v) if t in FLOAT_TYPES else int(v)
 
-    __slots__ = ("value",)
 
-    def __init__(self, t: str, v):
-        self.value = bool(v) if t == "bool_" else float(v) if t in FLOAT_TYPES else int(v)
+class Slot:
+    """A kernel scalar argument bound at each flush from the window's scalar ``slot`` (its value
+    now is ``value``); the flush plan records where each goes."""
+
+    __slots__ = ("slot", "t", "value")
+
+    def __init__(self, slot, t: str, value):
+        self.slot, self.t, self.value = slot, t, value
 
 
 class _Gen:
@@ -68,6 +77,7 @@ class _Gen:
         self.names: dict = {}  # id(node) -> expression variable
         self.loads: list = []  # (N, strides) in order, for geometry binding
         self.ndim = ndim
+        self.nv = 0  # node variables emitted: names stay unique across loops of one kernel
 
     def array(self, buf, t: str) -> str:
         name = self.array_ix.get(id(buf))
@@ -134,9 +144,9 @@ def _emit_tree(g: _Gen, node, load_expr, indent: str) -> str:
         if n.op == "ld":
             g.names[id(n)] = load_expr(n)
             continue
-        if n.op == "sc":
+        if n.op == "sc":  # a runtime argument bound from the window's scalar slot (None: a constant)
             t = ctype(n.dtype)
-            g.names[id(n)] = g.scalar(t, n.attrs)
+            g.names[id(n)] = g.scalar(t, ("val", n.args[0] if n.args else None, n.attrs))
             continue
         if not ready:
             stack.append((n, True))
@@ -151,7 +161,8 @@ def _emit_tree(g: _Gen, node, load_expr, indent: str) -> str:
             expr = cast(args[0], types[0], out_t)
         else:
             expr = formula(n.op, args, types, out_t)
-        v = f"v{len(g.names)}"
+        v = f"v{g.nv}"
+        g.nv += 1
         g.lines.append(f"{indent}{v} = {expr}")
         g.names[id(n)] = v
     return g.names[id(node)]
@@ -159,6 +170,7 @@ def _emit_tree(g: _Gen, node, load_expr, indent: str) -> str:
 
 def elementwise(shape: tuple, outputs: list) -> Kernel:
     """A kernel computing ``outputs`` = [(Buf to write, value tree of ``shape``)], all contiguous."""
+    GENERATED[0] += 1
     from .graph import loads as tree_loads
     # every load's strides over shape (plus the outputs' contiguous strides) decide the collapse
     loads = tree_loads(*(tree for _, tree in outputs))
@@ -176,13 +188,15 @@ def elementwise(shape: tuple, outputs: list) -> Kernel:
     for k in range(len(outer)):
         g.scalar("i32", ("dim", k))
     head = []
-    if outer:
-        head.append(f"{ind}r = row")
+    if outer:  # single assignments: these are uniform over the lanes, kept as one shared value
+        head.append(f"{ind}r{len(outer) - 1} = row")
         for k in range(len(outer) - 1, 0, -1):
-            head.append(f"{ind}c{k} = r % s{2 + k}")
-            head.append(f"{ind}r = r // s{2 + k}")
-        head.append(f"{ind}c0 = r")
+            head.append(f"{ind}c{k} = r{k} % s{2 + k}")
+            head.append(f"{ind}r{k - 1} = r{k} // s{2 + k}")
+        head.append(f"{ind}c0 = r0")
     lcache: dict = {}
+    strided: list = []  # the stride class of each load's innermost dim
+    uniform: list = []  # loads whose address does not depend on the lane
 
     def load_expr(n):
         buf = n.args[0]
@@ -200,12 +214,16 @@ def elementwise(shape: tuple, outputs: list) -> Kernel:
             if st[k] != 0:
                 terms.append(f"c{k} * {g.scalar('i32', ('st', n, k))}")
         cls = _stride_class(st[-1]) if r else "b"
+        strided.append(cls)
         if cls == "c":
             terms.append("j")
         elif cls == "s":
             terms.append(f"j * {g.scalar('i32', ('st', n, r - 1))}")
         v = f"x{li}"
-        g.lines.append(f"{ind}{v} = {a}[{' + '.join(terms)}]")
+        # a load the same for every lane (a per-channel statistic) is made before the branch on the
+        # chunk: its address is valid for the whole row, and GCC can't vectorise a loop holding a
+        # masked load of one address (the batch norm kernel then ran scalar, 20 ns an element)
+        (uniform if cls == "b" else g.lines).append(f"{ind}{v} = {a}[{' + '.join(terms)}]")
         lcache[key] = v
         geom.append((n, st))
         return v
@@ -219,45 +237,61 @@ def elementwise(shape: tuple, outputs: list) -> Kernel:
         src_t = ctype(tree.dtype)
         val = cast(v, src_t, t) if src_t != t else v
         g.lines.append(f"{ind}{name}[{'row * s0 + j' if outer else 'j'}] = {val}")
+    # a strided input (a transpose): walk the rows of one chunk before the next chunk, so the
+    # cache lines a chunk's gathers touch are reused by the next rows, not evicted by the row
+    chunk_major = bool(outer) and "s" in strided
+    nrows = g.scalar("i32", ("rows",)) if chunk_major else None
     nvb = g.scalar("i32", ("nvb",))
     params = [f"{n}: cube.Array[cube.{t}]" for n, t, _ in g.arrays]
     params += [f"{n}: cube.Array[cube.{t}]" for n, t, _ in outs]
     params += [f"{n}: cube.{t}" for n, t, _ in g.scalars]
-    body = ["    row = bx // s1", "    jb = bx - row * s1"] if outer else ["    jb = bx"]
+    if chunk_major:
+        body = [f"    jb = bx // {nrows}", f"    row = bx - jb * {nrows}"]
+    elif outer:
+        body = ["    row = bx // s1", "    jb = bx - row * s1"]
+    else:
+        body = ["    jb = bx"]
     body.append("    j = jb * cube.block_dim.x + cube.thread_idx.x")
     # a whole chunk needs no mask: its loads and stores are plain vector accesses, and its math
     # calls can use the unmasked SIMD variants; only the last chunk of a row checks j < n
-    body += ["    if (jb + 1) * cube.block_dim.x <= s0:"] + head + g.lines
-    body += ["    else:", "        if j < s0:"] + ["    " + ln for ln in head + g.lines]
+    # the row's indices come first, unconditionally: they are the same for every lane, and a division
+    # executed on every path is hoisted out of the lanes' loop (inside the branch it is not, and a
+    # per-lane integer division cost ~20 ns an element in a batch norm)
+    body += ["    " + ln[8:] for ln in head + uniform]
+    body += ["    if (jb + 1) * cube.block_dim.x <= s0:"] + g.lines
+    body += ["    else:", "        if j < s0:"] + ["    " + ln for ln in g.lines]
     body = _grid_stride(body, nvb)
     src = f"def fused_ew({', '.join(params)}):\n" + "\n".join(body) + "\n"
     kern = compile_source(src, "fused_ew")
     arrays = [buf for _, _, buf in g.arrays] + [buf for _, _, buf in outs]
-    scalars = [v if v.__class__ is tuple else _Lit(t, v) for _, t, v in g.scalars]
-    block = 256 if inner >= 256 else 32
+    scalars = [(t, v) for _, t, v in g.scalars]
+    # a strided input: 16-lane chunks (measured best), so the pages its gathers touch stay in the
+    # TLB while the next rows reuse them (256 lanes over a transpose span 128 pages: a miss a load)
+    block = 16 if chunk_major else 32 if inner < 256 else 256
 
     rows = math.prod(outer)
 
     def bind():
         nb = -(-inner // block)
         vals = []
-        for s in scalars:
-            if s.__class__ is tuple:
-                kind = s[0]
-                if kind == "n":
-                    vals.append(inner)
-                elif kind == "nb":
-                    vals.append(nb)
-                elif kind == "nvb":
-                    vals.append(nb * rows)
-                elif kind == "dim":
-                    vals.append(outer[s[1]])
-                elif kind == "off":
-                    vals.append(s[1].attrs[1])
-                else:  # ("st", node, k)
-                    vals.append(_strides_in(groups, s[1].attrs[0])[s[2]])
-            else:
-                vals.append(s.value)
+        for t, s in scalars:
+            kind = s[0]
+            if kind == "val":
+                vals.append(Slot(s[1], t, s[2]))
+            elif kind == "n":
+                vals.append(inner)
+            elif kind == "nb":
+                vals.append(nb)
+            elif kind == "nvb":
+                vals.append(nb * rows)
+            elif kind == "rows":
+                vals.append(rows)
+            elif kind == "dim":
+                vals.append(outer[s[1]])
+            elif kind == "off":
+                vals.append(s[1].attrs[1])
+            else:  # ("st", node, k)
+                vals.append(_strides_in(groups, s[1].attrs[0])[s[2]])
         return (nb * rows if inner else 0), vals
 
     return Kernel(kern, src, block, (arrays, bind, len(g.arrays)))
@@ -265,143 +299,7 @@ def elementwise(shape: tuple, outputs: list) -> Kernel:
 
 def reduction(red, out_buf) -> Kernel:
     """A kernel for the reduction node ``red`` (attrs: op, dims, keepdim) into ``out_buf``: one
-    thread per output element, a serial loop over the reduced elements, the input tree inlined."""
-    op, dims = red.attrs[0], red.attrs[1]
-    tree = red.args[0]
-    in_shape = tree.shape
-    nd = len(in_shape)
-    dims = tuple(range(nd)) if not dims else tuple(dims)
-    kept = [d for d in range(nd) if d not in dims]
-    order = kept + list(dims)
-    from .graph import loads as tree_loads
-    loads = tree_loads(tree)
-    pshape = tuple(in_shape[d] for d in order)
-    kshape = tuple(in_shape[d] for d in kept)
-    kst = contiguous_strides(kshape) + (0,) * len(dims)  # the output walks kept dims contiguously
-    acc_st = [kst] + [tuple(ld.attrs[0][d] for d in order) for ld in loads]
-    nk = len(kept)
-    kgroups, kc = _collapse(pshape[:nk], [s[:nk] for s in acc_st])
-    rgroups, rc = _collapse(pshape[nk:], [s[nk:] for s in acc_st])
-    rgroups = [[d + nk for d in gr] for gr in rgroups]
-    g = _Gen(0)
-    ind = "            "
-    g.scalar("i32", ("nout",))
-    g.scalar("i32", ("nred",))
-    kdim = [g.scalar("i32", ("kdim", k)) for k in range(len(kc))]
-    rdim = [g.scalar("i32", ("rdim", k)) for k in range(len(rc))]
-    head = ["        r = o"]
-    for k in range(len(kc) - 1, 0, -1):
-        head += [f"        c{k} = r % {kdim[k]}", f"        r = r // {kdim[k]}"]
-    if kc:
-        head.append("        c0 = r")
-    rhead = [f"{ind}q = k"]
-    for k in range(len(rc) - 1, 0, -1):
-        rhead += [f"{ind}e{k} = q % {rdim[k]}", f"{ind}q = q // {rdim[k]}"]
-    if rc:
-        rhead.append(f"{ind}e0 = q")
-    pre: list = []
-    lcache: dict = {}
-    geom_keys = []
-
-    def load_expr(n):
-        buf = n.args[0]
-        t = ctype(n.dtype)
-        a = g.array(buf, t)
-        pst = tuple(n.attrs[0][d] for d in order)
-        kst_ = _strides_in(kgroups, pst)
-        rst_ = _strides_in(rgroups, pst)
-        key = (id(buf), kst_, rst_, n.attrs[1])
-        hit = lcache.get(key)
-        if hit is not None:
-            return hit
-        li = len(lcache)
-        base = [g.scalar("i32", ("off", n))]
-        for k, s in enumerate(kst_):
-            if s != 0:
-                base.append(f"c{k} * {g.scalar('i32', ('kst', n, k))}")
-        pre.append(f"        p{li} = {' + '.join(base)}")
-        terms = [f"p{li}"]
-        for k, s in enumerate(rst_):
-            if s != 0:
-                terms.append(f"e{k} * {g.scalar('i32', ('rst', n, k))}")
-        v = f"x{li}"
-        g.lines.append(f"{ind}{v} = {a}[{' + '.join(terms)}]")
-        lcache[key] = v
-        geom_keys.append(n)
-        return v
-
-    val = _emit_tree(g, tree, load_expr, ind)
-    out_t = ctype(out_buf.dtype)
-    in_t = ctype(tree.dtype)
-    acc_t = "f64" if out_t == "f32" and op in ("sum", "mean", "var") else out_t
-    val = cast(val, in_t, acc_t)
-    zero = "0.0" if acc_t in FLOAT_TYPES else "0"
-    init = [f"        acc: cube.{acc_t} = {zero}"]
-    loop = rhead + g.lines
-    if op in ("sum", "mean"):
-        step = f"{ind}acc = acc + {val}"
-    elif op == "var":
-        # two passes over the inlined input: the mean, then the sum of squared deviations
-        first = loop + [f"{ind}acc = acc + {val}"]
-        g.names = {}
-        lcache.clear()
-        g.lines = []
-        val2 = cast(_emit_tree(g, tree, load_expr, ind), in_t, acc_t)
-        init += ["        for k in range(s1):"] + first + [
-            f"        mu = acc / cube.{acc_t}(s1)", f"        acc = cube.{acc_t}(0.0)"]
-        loop = rhead + g.lines + [f"{ind}dv = {val2} - mu"]
-        step = f"{ind}acc = acc + dv * dv"
-    else:
-        fn = "cube.max" if op == "amax" else "cube.min"
-        step = f"{ind}acc = cube.where(k == 0, {val}, {fn}(acc, {val}))"
-    res = "acc"
-    if op == "mean":
-        res = f"acc / cube.{acc_t}(s1)"
-    elif op == "var":  # PyTorch divides by max(0, n - correction)
-        res = f"acc / cube.{acc_t}(cube.max(s1 - {g.scalar('i32', ('corr',))}, 0))"
-    res = cast(res, acc_t, out_t)
-    nvb = g.scalar("i32", ("nvb",))
-    params = [f"{n}: cube.Array[cube.{t}]" for n, t, _ in g.arrays]
-    params.append(f"out: cube.Array[cube.{out_t}]")
-    params += [f"{n}: cube.{t}" for n, t, _ in g.scalars]
-    inner = head + pre + init + ["        for k in range(s1):"] + loop + [step, f"        out[o] = {res}"]
-    # whole blocks of outputs run unmasked (plain vector loads across threads), the last one masked
-    body = ["    o = bx * cube.block_dim.x + cube.thread_idx.x", "    if (bx + 1) * cube.block_dim.x <= s0:"]
-    body += inner + ["    else:", "        if o < s0:"] + ["    " + ln for ln in inner]
-    body = _grid_stride(body, nvb)
-    src = f"def fused_red({', '.join(params)}):\n" + "\n".join(body) + "\n"
-    kern = compile_source(src, "fused_red")
-    arrays = [buf for _, _, buf in g.arrays] + [out_buf]
-    scalars = [v if v.__class__ is tuple else _Lit(t, v) for _, t, v in g.scalars]
-    nout = math.prod(kc)
-    nred = math.prod(rc)
-    block = 32
-
-    def bind():
-        vals = []
-        for s in scalars:
-            if s.__class__ is tuple:
-                kind = s[0]
-                if kind == "nout":
-                    vals.append(nout)
-                elif kind == "nred":
-                    vals.append(nred)
-                elif kind == "kdim":
-                    vals.append(kc[s[1]])
-                elif kind == "nvb":
-                    vals.append(-(-nout // block))
-                elif kind == "corr":
-                    vals.append(int(red.attrs[3]))
-                elif kind == "rdim":
-                    vals.append(rc[s[1]])
-                elif kind == "off":
-                    vals.append(s[1].attrs[1])
-                else:
-                    pst = tuple(s[1].attrs[0][d] for d in order)
-                    grp = kgroups if kind == "kst" else rgroups
-                    vals.append(_strides_in(grp, pst)[s[2]])
-            else:
-                vals.append(s.value)
-        return (-(-nout // block) if nout else 0), vals
-
-    return Kernel(kern, src, block, (arrays, bind, len(g.arrays)))
+    thread per output element, a serial loop over the reduced elements, the input tree inlined
+    (a row kernel with no elementwise outputs, see rowgen.py)."""
+    from .rowgen import rows
+    return rows([(red, out_buf, True)], [])

@@ -128,7 +128,9 @@ def _lerp(fu, inputs, attrs):
         lo = _e(fu, "add", start, _e(fu, "mul", w, diff))
         hi = _e(fu, "sub", end, _e(fu, "mul", diff, _e(fu, "sub", 1.0, w)))
         return _e(fu, "where", _e(fu, "lt", _e(fu, "abs", w), 0.5), lo, hi)
-    if abs(w) < 0.5:
+    near_start = abs(w) < 0.5
+    fu._note(("lerp", near_start))  # the formula depends on the weight's value: part of the structure
+    if near_start:
         return _e(fu, "add", start, _e(fu, "mul", diff, w))
     return _e(fu, "sub", end, _e(fu, "mul", diff, 1.0 - w))
 

@@ -22,7 +22,7 @@ __all__ = ["Buf", "N", "FH", "load", "loads", "push_view", "broadcast_to"]
 class Buf:
     """Memory: ``arr`` (an inner array, C-contiguous, flat-indexable) or a pending ``producer``."""
 
-    __slots__ = ("arr", "shape", "dtype", "producer", "out", "sid", "keep", "__weakref__")
+    __slots__ = ("arr", "shape", "dtype", "producer", "out", "sid", "keep", "win", "__weakref__")
 
     def __init__(self, arr, shape, dtype, producer=None):
         self.arr = arr
@@ -32,11 +32,13 @@ class Buf:
         self.out = None  # the shaped array written at the flush (``arr`` is its flat view)
         self.sid = id(self)  # storage identity, for ordering writes after reads of the same memory
         self.keep = None  # keeps the storage object whose id is ``sid`` alive
+        self.win = None  # (window serial, leaf slot) once a recording window has registered it
 
 
 class N:
-    """An expression node. ``op``: "ld" (load), "sc" (a scalar argument), an elementwise op name, or
-    "red" (a reduction; ``attrs`` = (op, dims, keepdim, out dtype))."""
+    """An expression node. ``op``: "ld" (load), "sc" (a scalar argument: ``args`` = (window scalar
+    slot,), ``attrs`` = its value), an elementwise op name, or "red" (a reduction; ``attrs`` =
+    (op, dims, keepdim, out dtype))."""
 
     __slots__ = ("op", "args", "shape", "dtype", "attrs", "src", "depth")
 
@@ -65,7 +67,7 @@ class FH:
     """
 
     __slots__ = ("arr", "node", "shape", "dtype", "strides", "token", "write", "view_of", "buf", "viewed",
-                 "__weakref__")
+                 "idx", "__weakref__")
 
     def __init__(self, shape, dtype, strides, node=None, arr=None, token=None):
         self.arr = arr
@@ -78,6 +80,7 @@ class FH:
         self.view_of = None
         self.buf = None
         self.viewed = False  # a pending view of this pending value exists
+        self.idx = -1  # position in the recording window (structural references to it use this)
 
     def __repr__(self) -> str:
         state = "ready" if self.arr is not None else "pending"

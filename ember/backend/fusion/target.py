@@ -7,6 +7,8 @@ same three methods for CuPy arrays or ``WgpuArray``; the engine above it does no
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 
 from ... import cube
@@ -16,10 +18,45 @@ class CpuTarget:
     """numpy arrays, launched through cube's C runtime."""
 
     device = "cpu"
+    POOL_MIN = 1 << 20  # bytes: smaller outputs come from numpy's allocator
+    POOL_CAP = 1 << 30  # bytes of large buffers kept for reuse
 
     def alloc(self, shape: tuple, np_dtype) -> np.ndarray:
-        """A new C-contiguous array for a kernel output."""
-        return np.empty(shape, np_dtype)
+        """A new C-contiguous array for a kernel output.
+
+        Large outputs reuse a pooled buffer whose every view has died: a fresh large array costs a
+        page fault and the kernel zeroing each page on first touch, a fifth of a memory-bound
+        kernel's time. The pooled buffer is the returned array's base (its storage): while any view
+        of it lives, its reference count says so and it is not handed out again."""
+        n = 1
+        for d in shape:
+            n *= d
+        dt = np.dtype(np_dtype)
+        if n * dt.itemsize < self.POOL_MIN:
+            return np.empty(shape, dt)
+        key = (n, dt)
+        free = self._pool.get(key)
+        if free is None:
+            free = self._pool[key] = []
+        for raw in free:
+            if sys.getrefcount(raw) == 3:  # the pool's list, this loop's variable, the call's argument
+                return raw.reshape(shape)
+        raw = np.empty(n, dt)
+        if self._pooled + raw.nbytes > self.POOL_CAP:
+            self._trim()
+        if self._pooled + raw.nbytes <= self.POOL_CAP:
+            free.append(raw)
+            self._pooled += raw.nbytes
+        return raw.reshape(shape)
+
+    def _trim(self) -> None:
+        """Drop the pooled buffers nobody uses (a workload with other sizes took over)."""
+        for key, free in list(self._pool.items()):
+            keep = [raw for raw in free if sys.getrefcount(raw) > 3]
+            for raw in free:
+                if sys.getrefcount(raw) <= 3:
+                    self._pooled -= raw.nbytes
+            self._pool[key] = keep
 
     def flat(self, arr: np.ndarray, storage) -> tuple | None:
         """(flat 1-d contiguous array, element strides, offset) to read ``arr`` through, or None when
@@ -37,8 +74,11 @@ class CpuTarget:
             return None
         return base.reshape(-1), tuple(s // item for s in arr.strides), off // item
 
-    # elements a block should have before another one is worth waking a thread for
-    WORK_PER_BLOCK = 1 << 17
+    # elements a block should have before another one is worth waking a thread for: a parallel
+    # region waits for its slowest thread, and on 2 shared cores one is often held by a spinning
+    # BLAS worker, a conv worker or another process (a 1.6M-element batch norm kernel took 6.7 ms
+    # on 2 threads, 5.4 ms on one; 2**17 and 2**20 were tried before)
+    WORK_PER_BLOCK = 1 << 22
 
     def grid(self, blocks: int, block: int) -> int:
         """How many blocks to launch for ``blocks`` virtual blocks of ``block`` threads (kernels loop
@@ -49,7 +89,9 @@ class CpuTarget:
         return max(1, min(blocks, blocks * block // self.WORK_PER_BLOCK))
 
     def __init__(self):
-        self._bound: dict = {}  # (kernel, block) -> (runtime, compiled object)
+        self._bound: dict = {}  # (kernel, block) -> (C function, argument packer, runtime, compiled object)
+        self._pool: dict = {}  # (elements, dtype) -> large output buffers, reused once unreferenced
+        self._pooled = 0
 
     def launch(self, kern, grid: int, block: int, arrays: list, scalars: list) -> None:
         if grid == 0:
@@ -62,13 +104,44 @@ class CpuTarget:
             from ...cube.launch import get_runtime
             values, key, dev = kern.bind((*arrays, *scalars))
             rt = get_runtime(dev)
-            self._bound[(kern, block)] = (rt, kern.variant(rt, (block, 1, 1), key).obj)
+            obj = kern.variant(rt, (block, 1, 1), key).obj
+            self._bound[(kern, block)] = (obj[0], _packer(obj[1], arrays), rt, obj)
             return
-        rt, obj = hit
-        rt.launch(obj, (grid, 1, 1), (block, 1, 1), [_Arg(a) for a in arrays] + scalars)
+        fn, packer, rt, obj = hit
+        if packer is None:
+            rt.launch(obj, (grid, 1, 1), (block, 1, 1), [_Arg(a) for a in arrays] + scalars)
+            return
+        vals = []
+        for a in arrays:  # flat arrays: (pointer, size) each, as the runtime's argument block wants
+            vals.append(a.ctypes.data)
+            vals.append(a.size)
+        fn(packer.pack(*vals, *scalars, grid, 1, 1))
 
     def copy(self, arr: np.ndarray) -> np.ndarray:
         return arr.copy()
+
+
+def _packer(layout, arrays):
+    """A struct packing a launch's argument block in one call (what cube's C runtime builds slot
+    by slot: int64 slots, floats as their bits), or None for a layout it doesn't cover."""
+    fmt = ["<"]
+    arrays_left = len(arrays)
+    for kind, t, ndim in layout:
+        if kind == "array":
+            if ndim != 1 or arrays_left == 0:
+                return None
+            arrays_left -= 1
+            fmt.append("qq")
+        elif kind != "scalar":
+            return None
+        elif t.kind == "f":
+            fmt.append("f4x" if t.bits == 32 else "d")
+        else:
+            fmt.append("q")
+    if arrays_left or any(a.ndim != 1 for a in arrays):
+        return None
+    import struct
+    return struct.Struct("".join(fmt) + "qqq")
 
 
 class _Arg:
