@@ -44,10 +44,7 @@ def _check_range(idx: Tensor, n: int, dim: int, op: str, *, negative: bool = Tru
     if idx._device.type == "cuda" and capturing():
         # nothing can be read back while a CUDA graph is captured: no range check (as PyTorch's CUDA
         # kernels without device asserts); negatives are wrapped unconditionally
-        if not negative:
-            return idx
-        return run("where", (run("lt", (idx, 0), _EMPTY, idx._shape, dt.bool),
-                             run("add", (idx, n), _EMPTY, idx._shape, dt.int64), idx), _EMPTY, idx._shape, dt.int64)
+        return _wrap_negative(idx, n) if negative else idx
     b = idx._device.backend
     # one read for both bounds: each read is a round trip on remote and GPU backends
     lo_hi = b.run("stack", (b.run("amin", (idx._h,), {"dim": None, "keepdim": False}),
@@ -56,10 +53,13 @@ def _check_range(idx: Tensor, n: int, dim: int, op: str, *, negative: bool = Tru
     if lo < (-n if negative else 0) or hi >= n:
         bad = hi if hi >= n else lo
         raise error(f"{op}: index {bad} is out of bounds for dimension {dim} with size {n}")
-    if lo < 0:
-        idx = run("where", (run("lt", (idx, 0), _EMPTY, idx._shape, dt.bool),
-                            run("add", (idx, n), _EMPTY, idx._shape, dt.int64), idx), _EMPTY, idx._shape, dt.int64)
-    return idx
+    return _wrap_negative(idx, n) if lo < 0 else idx
+
+
+def _wrap_negative(idx: Tensor, n: int) -> Tensor:
+    """int64 idx with negative entries counted from the end (idx + n where idx < 0)."""
+    return run("where", (run("lt", (idx, 0), _EMPTY, idx._shape, dt.bool),
+                         run("add", (idx, n), _EMPTY, idx._shape, dt.int64), idx), _EMPTY, idx._shape, dt.int64)
 
 
 def _as_index_tensor(obj, device) -> Tensor:
