@@ -411,10 +411,12 @@ def pinv(A: Tensor, rcond=None, hermitian: bool = False, *, atol=None, rtol=None
     if hermitian:
         w, V = eigh(A)
         s = w.abs()
-        winv = where(s > _cutoff(s, atol, rtol), 1 / w, 0.0)
+        keep = s > _cutoff(s, atol, rtol)
+        winv = where(keep, 1 / where(keep, w, 1.0), 0.0)  # 1/0 never formed: its gradient would be NaN
         return matmul(V * winv.unsqueeze(-2), V.mT)
     U, S, Vh = svd(A, full_matrices=False)
-    sinv = where(S > _cutoff(S, atol, rtol), 1 / S, 0.0)
+    keep = S > _cutoff(S, atol, rtol)
+    sinv = where(keep, 1 / where(keep, S, 1.0), 0.0)  # 1/0 never formed: its gradient would be NaN
     return matmul(Vh.mT, sinv.unsqueeze(-1) * U.mT)
 
 

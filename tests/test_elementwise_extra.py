@@ -226,3 +226,20 @@ def test_composites_match_torch_without_backend_kernels(monkeypatch, dtype):
         assert got.dtype.name == dtype
         np.testing.assert_allclose(got.numpy().astype(np.float64), want.numpy().astype(np.float64), rtol=tol,
                                    atol=tol, equal_nan=True)
+
+
+def test_nextafter_half_on_the_cuda_code_steps_bit_patterns():
+    """Every float16 value towards ±inf, ±0 and 1 (the CUDA op code on numpy): numpy's float16
+    nextafter is the reference; CuPy's went from the largest finite value to NaN instead of inf."""
+    import scipy.special
+    from ember.backend.cuda.elementwise import build
+    nextafter = build(np, scipy.special)["nextafter"]
+    values = np.arange(1 << 16, dtype=np.uint16).view(np.float16)
+    with np.errstate(all="ignore"):
+        for target in (np.inf, -np.inf, 1.0, np.nan):
+            y = np.full_like(values, target)
+            got, want = nextafter(values, y), np.nextafter(values, y)
+            assert got.dtype == np.float16
+            same = (got.view(np.uint16) == want.view(np.uint16)) | (np.isnan(got) & np.isnan(want))
+            assert same.all(), values[~same][:5]
+        assert nextafter(np.float16(65504.0)[None], np.float16(np.inf)[None])[0] == np.inf

@@ -232,3 +232,20 @@ def test_einsum_uses_no_numpy_einsum(monkeypatch):
     monkeypatch.setattr(np, "einsum", forbidden)
     out = ember.einsum("bij,bjk->bik", ember.ones(2, 3, 4), ember.ones(2, 4, 5))
     assert out.shape == (2, 3, 5) and out.numpy()[0, 0, 0] == 4.0
+
+
+# ---- gradients at exactly repeated (zero) singular values ----------------------------------------
+# cuSOLVER returns exact zeros for a rank-deficient matrix where LAPACK often returns 1e-16s; the
+# pseudo-inverse drops those values, so its gradient is finite and must not depend on which happened.
+@pytest.mark.parametrize("hermitian", [False, True])
+@pytest.mark.parametrize("a", [np.diag([3.0, 0.0, 0.0]), np.pad([[2.0]], ((0, 2), (0, 3)))[:3, :4],
+                               np.pad([[2.0]], ((0, 3), (0, 2))), np.ones((3, 4))], ids=["diag", "wide", "tall", "ones"])
+def test_pinv_gradient_at_exact_rank_deficiency(a, hermitian):
+    if hermitian and a.shape[0] != a.shape[1]:
+        pytest.skip("hermitian needs a square matrix")
+    x = ember.tensor(a, requires_grad=True)
+    ember.linalg.pinv(x, hermitian=hermitian).pow(2).sum().backward()
+    t = torch.tensor(a, requires_grad=True)
+    torch.linalg.pinv(t, hermitian=hermitian).pow(2).sum().backward()
+    assert np.isfinite(x.grad.numpy()).all()
+    np.testing.assert_allclose(x.grad.numpy(), t.grad.numpy(), atol=1e-12)

@@ -56,6 +56,21 @@ def build(xp, special) -> dict:
     def _cmp(uf):
         return lambda x, y: uf(x, y)
 
+    def _nextafter(x, y):
+        """nextafter; 2-byte floats step on their bit patterns (CuPy's float16 nextafter works in float32
+        and turns the step past the largest finite value into NaN instead of inf)."""
+        dt = (x if hasattr(x, "dtype") else y).dtype
+        if dt.itemsize != 2:
+            return _keep(xp.nextafter(x, y), x, y)
+        x, y = xp.broadcast_arrays(xp.asarray(x, dtype=dt), xp.asarray(y, dtype=dt))
+        bits = xp.ascontiguousarray(x).view(np.uint16)
+        grows = (y > x) != (x < 0)  # the step moves away from zero
+        step = xp.where(grows, bits + np.uint16(1), bits - np.uint16(1))
+        tiny = xp.where(y > 0, np.uint16(1), np.uint16(0x8001))  # from ±0: the smallest subnormal
+        step = xp.where(x == 0, tiny, step).view(dt)
+        # equal operands give y; a NaN operand gives NaN (x + y)
+        return xp.where(x == y, y, xp.where(xp.isnan(x) | xp.isnan(y), x + y, step))
+
     def _pow(x, y):
         if isinstance(x, xp.ndarray) and x.dtype == np.bool_:
             return x.copy() if y else xp.ones_like(x)
@@ -156,7 +171,7 @@ def build(xp, special) -> dict:
         "fmod": _int_div(xp.fmod), "pow": _pow,
         "maximum": _b(xp.maximum), "minimum": _b(xp.minimum), "fmax": _b(xp.fmax), "fmin": _b(xp.fmin),
         "atan2": upcast(_b(xp.arctan2)), "hypot": upcast(_b(xp.hypot)), "copysign": _b(xp.copysign),
-        "nextafter": _b(xp.nextafter),
+        "nextafter": _nextafter,
         "eq": _cmp(xp.equal), "ne": _cmp(xp.not_equal), "lt": _cmp(xp.less), "le": _cmp(xp.less_equal),
         "gt": _cmp(xp.greater), "ge": _cmp(xp.greater_equal),
         "logical_and": _cmp(xp.logical_and), "logical_or": _cmp(xp.logical_or),

@@ -143,8 +143,8 @@ def _eigh(F, gs, s, n):
         diff = F.sub(wj, wi)                       # E[i, j] = w_j - w_i
         eye = F.run("eye", n=m, m=m, dtype=F.dtype(V))
         safe = F.add(diff, eye)                    # avoid 0/0 on the diagonal
-        Fm = F.mul(F.div(1.0, safe), F.sub(1.0, eye))
-        inner = F.mul(Fm, F.mul(F.sub(VtgV, _mT(F, VtgV)), 0.5))
+        skew = F.mul(F.mul(F.sub(VtgV, _mT(F, VtgV)), 0.5), F.sub(1.0, eye))
+        inner = _div_where_used(F, skew, safe)     # repeated eigenvalues: 0/0 only where no gradient
     if gw is not None:
         d = F.run("diagonal_scatter", F.zeros(shape, F.dtype(V)), gw, offset=0, dim1=len(shape) - 2,
                   dim2=len(shape) - 1)
@@ -182,12 +182,19 @@ def _narrow(F, x, axis, k):
     return F.run("slice", x, index=tuple((0, k, 1) if i == ax else (0, m, 1) for i, m in enumerate(sh)))
 
 
+def _div_where_used(F, num, den):
+    """num / den, and 0 where num is exactly 0: a pair of equal (e.g. zero) singular values whose vectors
+    receive no gradient (a pseudo-inverse dropping both) contributes nothing rather than 0/0."""
+    return F.where(F.cmp("eq", num, 0.0), 0.0, F.div(num, den))
+
+
 def _svd_backward(F, gU, gS, gVh, U, S, Vh, m, n):
     """Gradient of A = U diag(S) Vh (reduced factors, k = min(m, n)) for real A:
     U [(skew(Uᵀ gU) / E) S + S (skew(Vᵀ gV) / E) + diag(gS)] Vh
       + (I - U Uᵀ) gU S⁻¹ Vh + U S⁻¹ gVᵀ (I - V Vᵀ),   E_ij = s_j² - s_i² (1 on the diagonal).
     Repeated singular values make E zero off the diagonal: the gradient of the singular vectors is
-    then undefined (inf/NaN), as in PyTorch."""
+    then undefined (inf/NaN), as in PyTorch, unless their skew term is exactly zero (no gradient reaches
+    those vectors): that pair contributes 0, and so do zero singular values in the S⁻¹ terms."""
     k = F.shape(S)[-1]
     inner = None
     if gS is not None:
@@ -198,19 +205,19 @@ def _svd_backward(F, gU, gS, gVh, U, S, Vh, m, n):
         E = F.add(F.sub(_row(F, s2), _col(F, s2)), eye)
         if gU is not None:
             UtgU = F.matmul(_mT(F, U), gU)
-            term = F.mul(F.div(F.sub(UtgU, _mT(F, UtgU)), E), _row(F, S))
+            term = F.mul(_div_where_used(F, F.sub(UtgU, _mT(F, UtgU)), E), _row(F, S))
             inner = term if inner is None else F.add(inner, term)
         if gVh is not None:
             VhgVt = F.matmul(Vh, _mT(F, gVh))  # Vᵀ gV, with V = Vhᵀ and gV = gVhᵀ
-            term = F.mul(_col(F, S), F.div(F.sub(VhgVt, _mT(F, VhgVt)), E))
+            term = F.mul(_col(F, S), _div_where_used(F, F.sub(VhgVt, _mT(F, VhgVt)), E))
             inner = term if inner is None else F.add(inner, term)
     gA = F.matmul(F.matmul(U, inner), Vh)
     if gU is not None and m > k:
         proj = F.sub(gU, F.matmul(U, F.matmul(_mT(F, U), gU)))
-        gA = F.add(gA, F.matmul(F.div(proj, _row(F, S)), Vh))
+        gA = F.add(gA, F.matmul(_div_where_used(F, proj, _row(F, S)), Vh))
     if gVh is not None and n > k:
         proj = F.sub(gVh, F.matmul(F.matmul(gVh, _mT(F, Vh)), Vh))  # gVᵀ (I - V Vᵀ)
-        gA = F.add(gA, F.matmul(F.div(U, _row(F, S)), proj))
+        gA = F.add(gA, F.matmul(U, _div_where_used(F, proj, _col(F, S))))
     return gA
 
 
