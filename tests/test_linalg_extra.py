@@ -249,3 +249,29 @@ def test_pinv_gradient_at_exact_rank_deficiency(a, hermitian):
     torch.linalg.pinv(t, hermitian=hermitian).pow(2).sum().backward()
     assert np.isfinite(x.grad.numpy()).all()
     np.testing.assert_allclose(x.grad.numpy(), t.grad.numpy(), atol=1e-12)
+
+
+@pytest.mark.parametrize("a", [np.zeros((3, 3)), np.outer([1.0, 2.0, -1.0], [0.5, 1.0, 3.0]),
+                               np.array([[1.0, 2.0], [2.0, 4.0]]), _rand(3, 3)], ids=["zero", "rank1", "2x2", "full"])
+def test_det_second_derivative_is_finite_and_exact(a):
+    """det is a polynomial: its Hessian-vector product exists everywhere, singular matrices included.
+    Checked against central differences of the first derivative, the cofactor matrix computed from its
+    minors (quadratic in the entries for 3x3, so the differences are exact up to rounding)."""
+    r = _rand(*a.shape)
+    x = ember.tensor(a, requires_grad=True)
+    (g,) = ember.autograd.grad(ember.linalg.det(x), [x], create_graph=True)
+    (hv,) = ember.autograd.grad((g * ember.tensor(r)).sum(), [x])
+
+    def first(m):  # <cofactor matrix of m, r>, the cofactors from their minors
+        n = m.shape[0]
+        cof = np.array([[(-1) ** (i + j) * np.linalg.det(np.delete(np.delete(m, i, 0), j, 1)) if n > 1 else 1.0
+                         for j in range(n)] for i in range(n)])
+        return (cof * r).sum()
+    h = 1e-3
+    fd = np.zeros_like(a)
+    for idx in np.ndindex(*a.shape):
+        e = np.zeros_like(a)
+        e[idx] = h
+        fd[idx] = (first(a + e) - first(a - e)) / (2 * h)
+    assert np.isfinite(hv.numpy()).all()
+    np.testing.assert_allclose(hv.numpy(), fd, atol=1e-6)

@@ -235,6 +235,8 @@ SECOND_ORDER_KNOWN = {
     ("linalg.lstsq", "deficient"): "repeated (zero) singular values, as above",
     ("linalg.lstsq", "deficient-gelsd"): "repeated (zero) singular values, as above",
     ("linalg.pinv", "#9"): "rcond drops singular values (first order already differs, see KNOWN)",
+    ("linalg.det", "#10"): "the zero 3x3 matrix: det is cubic, so its Hessian there is exactly 0 (ember's answer; "
+                           "tests/test_linalg_extra.py checks it); PyTorch's SVD route gives NaN",
 }
 
 

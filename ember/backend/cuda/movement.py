@@ -11,6 +11,7 @@ import weakref
 
 import numpy as np
 
+from ..capture import capturing
 from ..numpy.movement import _PAD_MODES
 
 STRIDED_ROOTS: dict[int, tuple] = {}
@@ -95,9 +96,28 @@ def build(xp) -> dict:
         return xp.roll(x, shifts, axis=dims)
 
     def _cat(*xs, dim):
+        if capturing():
+            return _cat_by_copies(xs, dim)
         return xp.concatenate(xs, axis=dim)
 
+    def _cat_by_copies(xs, dim):
+        """One copy per piece into the output: CuPy's one-kernel concatenate uploads a table of the
+        pieces' pointers from the host, which a CUDA graph capture refuses."""
+        dim = dim % xs[0].ndim
+        shape = list(xs[0].shape)
+        shape[dim] = sum(x.shape[dim] for x in xs)
+        out = xp.empty(tuple(shape), xp.result_type(*xs))
+        at = 0
+        for x in xs:
+            n = x.shape[dim]
+            out[(slice(None),) * dim + (slice(at, at + n),)] = x
+            at += n
+        return out
+
     def _stack(*xs, dim):
+        if capturing():
+            dim = dim % (xs[0].ndim + 1)
+            return _cat_by_copies(tuple(xp.expand_dims(x, dim) for x in xs), dim)
         return xp.stack(xs, axis=dim)
 
     def _pad(x, pad, mode, value):

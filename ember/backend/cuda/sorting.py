@@ -91,7 +91,9 @@ def build(xp) -> dict:
         lo, hi, nb = (xp.asarray(v, dtype=x.dtype) for v in (min, max, bins))
         inside = (data >= lo) & (data <= hi)
         safe = xp.where(inside, data, lo)  # NaN and out-of-range values never reach the int cast
-        pos = xp.minimum(((safe - lo) * nb / (hi - lo)).astype(np.int64), bins - 1)
+        dt = x.dtype  # each step rounds to the input dtype, as on the CPU (CuPy may widen a half quotient)
+        pos = ((safe - lo).astype(dt, copy=False) * nb).astype(dt, copy=False)
+        pos = xp.minimum((pos / (hi - lo)).astype(dt, copy=False).astype(np.int64), bins - 1)
         return _count(xp.where(inside, pos, bins), bins + 1)[:bins].astype(x.dtype)
 
     def _run_starts(keys):
