@@ -301,3 +301,52 @@ def test_gradient_of_unused_input():
     gx, gy = ember.autograd.grad((x * 2).sum(), [x, y], allow_unused=True)
     assert gy is None
     close(gx, np.array([2.0]))
+
+
+def test_leaf_gradients_never_alias_each_other_or_the_callers_gradient():
+    """A leaf's .grad may keep a whole-buffer view that nothing else holds (no copy per parameter per
+    step), but never memory that the caller or another leaf can reach."""
+    w1 = ember.ones(4, requires_grad=True)
+    w2 = ember.ones(4, requires_grad=True)
+    # the same gradient reaches both leaves through reshapes
+    (w1.reshape(2, 2) + w2.reshape(2, 2)).sum().backward()
+    w1.grad.add_(1.0)
+    np.testing.assert_array_equal(w2.grad.numpy(), np.ones(4))
+    np.testing.assert_array_equal(w1.grad.numpy(), np.full(4, 2.0))
+    # the caller's gradient, reshaped, must be copied
+    w = ember.zeros(6, requires_grad=True)
+    g = ember.arange(6.0).reshape(2, 3)
+    w.reshape(2, 3).backward(g)
+    w.grad.mul_(10.0)
+    np.testing.assert_array_equal(g.numpy(), np.arange(6.0).reshape(2, 3))
+    np.testing.assert_array_equal(w.grad.numpy(), np.arange(6.0) * 10)
+    # a gradient that another tensor still holds (retain_grad on the reshaped view)
+    w = ember.ones(4, requires_grad=True)
+    v = w.reshape(2, 2)
+    v.retain_grad()
+    (v * 3).sum().backward()
+    w.grad.add_(1.0)
+    np.testing.assert_array_equal(v.grad.numpy(), np.full((2, 2), 3.0))
+    np.testing.assert_array_equal(w.grad.numpy(), np.full(4, 4.0))
+
+
+def test_batch_norm_parameter_gradients_take_no_copy():
+    """The (C,)-parameter gradients of batch norm arrive reshaped from (C, 1, 1): stored without a copy
+    op, and equal to PyTorch's."""
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((4, 3, 5, 5)).astype(np.float32)
+    bn = ember.nn.BatchNorm2d(3)
+    be = ember.device("cpu").backend.inner
+    seen = []
+    orig = be.run
+    be.run = lambda op, args, kw: (seen.append(op), orig(op, args, kw))[1]
+    try:
+        (bn(ember.tensor(x)) ** 2).sum().backward()
+    finally:
+        del be.run
+    assert "copy" not in seen
+    tb = torch.nn.BatchNorm2d(3)
+    (tb(torch.tensor(x)) ** 2).sum().backward()
+    np.testing.assert_allclose(bn.weight.grad.numpy(), tb.weight.grad.numpy(), rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(bn.bias.grad.numpy(), tb.bias.grad.numpy(), rtol=1e-4, atol=1e-4)

@@ -57,3 +57,42 @@ def test_random_streams_are_the_reference_streams(dtype):
         ember.manual_seed(2024)
         b = draw(SIM).float().cpu().numpy()
         np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("device", [SIM] + (["cuda"] if ember.cuda.is_available() else []))
+def test_batchnorm_relu_block_trains_like_the_cpu(device):
+    """Batch norm's one-launch running-statistics update (running_update_), the in-place relu recorded
+    on its own buffer and relu_backward give the CPU's values on the CUDA op code (and on a GPU)."""
+    from ember import nn
+
+    def run(dev):
+        ember.manual_seed(0)
+        net = nn.Sequential(nn.Conv2d(3, 4, 3, padding=1), nn.BatchNorm2d(4), nn.ReLU(inplace=True),
+                            nn.Conv2d(4, 2, 1), nn.BatchNorm2d(2, momentum=0.3)).to(dev)
+        opt = ember.optim.SGD(net.parameters(), lr=0.1, momentum=0.9)
+        rng = np.random.default_rng(0)
+        for _ in range(3):
+            x = ember.tensor(rng.standard_normal((5, 3, 6, 6)).astype(np.float32), device=dev)
+            opt.zero_grad()
+            (net(x) ** 2).mean().backward()
+            opt.step()
+        return {k: v.cpu().numpy() for k, v in net.state_dict().items()}
+
+    cpu, sim = run("cpu"), run(device)
+    assert cpu.keys() == sim.keys()
+    for k in cpu:
+        np.testing.assert_allclose(sim[k], cpu[k], rtol=1e-5, atol=1e-6, err_msg=k)
+
+
+def test_relu_backward_and_running_update_on_the_cuda_code():
+    b = Cuda._with_array_module(np)
+    y = np.array([-1.0, 0.0, 2.0, np.nan, -0.0], np.float32)
+    g = np.array([1.0, 2.0, 3.0, 4.0, 5.0], np.float32)
+    np.testing.assert_array_equal(b.run("relu_backward", (y, g), {}), [0.0, 0.0, 3.0, 4.0, 0.0])
+    stat = np.array([1.0, 2.0, 3.0], np.float32)
+    new = np.array([[[4.0]], [[5.0]], [[6.0]]], np.float32)
+    out = b.run("running_update_", (stat, new), {"momentum": 0.25, "scale": 2.0})
+    assert out is stat
+    np.testing.assert_allclose(stat, 0.75 * np.array([1, 2, 3]) + 0.5 * np.array([4, 5, 6]), rtol=1e-6)
+    with pytest.raises(ValueError, match="2 elements"):
+        b.run("running_update_", (stat, new[:2]), {"momentum": 0.1, "scale": 1.0})

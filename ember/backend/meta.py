@@ -42,7 +42,7 @@ class Meta(NamedTuple):
 VIEW_OPS = frozenset({"reshape", "permute", "expand", "slice", "diagonal", "as_strided", "contiguous"})
 # ops that write their first input's storage and return it (backends may also offer in-place
 # elementwise forms, "add_", "mul_", ...: infer and is_inplace_op know every "<elementwise op>_")
-INPLACE_OPS = frozenset({"assign", "index_put_", "relu_", "hardtanh_"} | {
+INPLACE_OPS = frozenset({"assign", "index_put_", "relu_", "hardtanh_", "running_update_"} | {
     op + "_" for op in ("leaky_relu", "elu", "gelu", "silu", "mish", "softplus", "hardsigmoid", "hardswish",
                         "logsigmoid")} | {op + "_" for op in UNARY + BINARY})
 
@@ -290,6 +290,8 @@ def _nn(op, inputs, attrs):
     if op == "rms_norm_backward":
         w = inputs[1]
         return _new(x.shape, x.dtype) + (_new(w.shape, w.dtype) if w is not None else (None,))
+    if op == "relu_backward":
+        return _new(x.shape, x.dtype)
     if op in ("softmax", "log_softmax", "rms_norm", "lerp", "logaddexp", "xlogy"):
         ts = _tensors(inputs)
         return _new(_broadcast(*(t.shape for t in ts)), x.dtype)
@@ -311,7 +313,7 @@ _INDEXING = frozenset({"assign", "index_put_", "scatter", "scatter_reduce", "ind
                        "index_select", "index"})
 _CONV = frozenset({"conv", "conv_transpose", "conv_weight", "im2col", "col2im", "max_pool", "max_pool_values",
                    "max_pool_backward"})
-_NN = frozenset({"norm_affine", "norm_affine_backward", "rms_norm_backward", "softmax", "log_softmax",
+_NN = frozenset({"norm_affine", "norm_affine_backward", "rms_norm_backward", "relu_backward", "softmax", "log_softmax",
                  "rms_norm", "lerp", "logaddexp", "xlogy", "logsumexp"})
 _ELEMENTWISE = frozenset(UNARY) | frozenset(BINARY) | {"where", "clamp"}
 

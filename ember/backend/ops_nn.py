@@ -12,6 +12,10 @@ OPS: dict[str, str] = {
     # activations: (x) -> same shape and dtype
     "relu": "(x) -> max(x, 0); NaN propagates",
     "relu_": "(x) -> relu written into x (in place); returns x",
+    "relu_backward": "(y, grad) -> grad where the relu result y > 0 (or NaN), else 0; first-order only",
+    "running_update_": "(stat, new) momentum, scale -> stat = (1 - momentum) * stat + momentum * scale * new "
+                       "written into stat (batch norm's running statistics); new has stat's number of elements "
+                       "in any shape and a float dtype; returns stat",
     "leaky_relu": "(x) negative_slope -> x if x > 0 else x * negative_slope",
     "hardtanh": "(x) min_val, max_val -> clamp(x, min_val, max_val)",
     "hardtanh_": "(x) min_val, max_val -> hardtanh written into x (in place); returns x",

@@ -165,11 +165,16 @@ def _check_running(x: Tensor, t, name: str, c: int, op: str):
 def _update_running(stat: Tensor, new: Tensor, momentum: float, scale: float = 1.0) -> None:
     """stat = (1 - momentum) * stat + momentum * scale * new, written in place outside autograd.
 
-    Every batch-norm layer runs this twice per training step, so it is kept to three backend ops
-    (scale, scaled new value, accumulate) with no temporaries written back."""
+    Every batch-norm layer runs this twice per training step: one backend op where the backend has
+    ``running_update_`` (CUDA), else three (scale, scaled new value, accumulate) with no temporaries
+    written back."""
     from ..autograd.grad_mode import no_grad
     with no_grad():
         s = stat.detach()
+        b = s._device.backend
+        if b.supports("running_update_"):
+            b.run("running_update_", (s._h, new.detach()._h), {"momentum": momentum, "scale": scale})
+            return
         s.mul_(1.0 - momentum)
         s.add_(new.detach().reshape(stat._shape).to(stat._dtype), alpha=momentum * scale)
 

@@ -94,7 +94,7 @@ class FlatParams:
             g = p.grad
             if g is None or g._dtype is not self.flat._dtype or g._device != self.flat._device:
                 return None
-            gs.append(g.reshape(-1))
+            gs.append(g if g.ndim == 1 else g.reshape(-1))  # cat copies: 1-d ones need no view op
         return ember.cat(gs)
 
     def state(self, state: dict, name: str) -> Tensor | None:

@@ -16,6 +16,19 @@ from .rules import NONDIFF, RULES, Rule
 _INPLACE_FUNCTIONAL = {"assign": "_assign", "index_put_": "index_put"}
 
 
+def inner_inplace(inner) -> frozenset:
+    """The in-place ops ``inner`` runs itself (cached on the backend object)."""
+    got = getattr(inner, "_autodiff_inplace", None)
+    if got is None:
+        from ..base import OPS
+        got = frozenset(op for op in OPS if op[-1] == "_" and inner.supports(op))
+        try:
+            inner._autodiff_inplace = got
+        except AttributeError:  # a backend with __slots__: ask every time
+            pass
+    return got
+
+
 def _functional(op: str) -> str:
     return _INPLACE_FUNCTIONAL.get(op) or op[:-1]
 
@@ -156,6 +169,17 @@ class Autodiff:
         rule = RULES.get(fop)
         if rule is None:
             raise RuntimeError(f"the derivative for in-place '{op}' is not implemented")
+        if (0 not in rule.save and fop == op[:-1] and op in inner_inplace(inner)
+                and all(x.__class__ in _SCALARS for x in inputs[1:])):
+            # a unary in-place op whose rule needs only its result (relu_): run it in place and record
+            # the node on the written buffer, instead of computing out of place and assigning back
+            inner.run(op, vals, attrs)
+            bump(inner.storage(vals[0]))
+            new = self._record(fop, rule, inputs, vals, attrs, vals[0])
+            if dst.__class__ is Var:
+                dst.node, dst.out_index, dst.requires_grad = new.node, new.out_index, True
+                return dst
+            return new
         first = dst
         if 0 in rule.save:  # the rule needs the old value, which the write below destroys: keep a copy
             old = inner.run("copy", (vals[0],), {})

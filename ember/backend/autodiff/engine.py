@@ -7,6 +7,8 @@ node drops what it saved as soon as it has run, so the graph's memory is release
 
 from __future__ import annotations
 
+import sys
+
 import heapq
 
 import numpy as np
@@ -229,7 +231,7 @@ def _to_leaf(ad, fb: F, var: Var, g, create_graph: bool, stored: set):
     if var.grad is None:
         raw = g.value if g.__class__ is Var else g
         # never let a leaf's .grad alias another buffer (a view, the caller's gradient, another leaf's)
-        if not create_graph and (id(raw) in stored or inner.storage(raw) is not raw or not _writable(raw)):
+        if not create_graph and (id(raw) in stored or not _owns_its_memory(inner, raw) or not _writable(raw)):
             g = inner.run("copy", (raw,), {})
         stored.add(id(g))
         var.grad = g
@@ -237,6 +239,23 @@ def _to_leaf(ad, fb: F, var: Var, g, create_graph: bool, stored: set):
         var.grad = fb.add(var.grad, g)
     else:
         inner.run("add_", (var.grad, g), {})
+
+
+def _owns_its_memory(inner, raw) -> bool:
+    """Whether ``raw`` can be a leaf's .grad without aliasing anything: it owns its storage, or it is a
+    whole-buffer view (a batch-norm weight's gradient reshaped from (C, 1, 1) to (C,)) of a storage that
+    nothing else refers to. The second case asks CPython's reference count, on backends whose handles
+    are plain arrays (numpy, CuPy), so that a reshape does not cost a copy per parameter per step."""
+    st = inner.storage(raw)
+    if st is raw:
+        return True
+    if not getattr(type(inner), "plain_array_views", False):
+        return False
+    if raw.size != st.size or raw.dtype != st.dtype or not raw.flags.c_contiguous or not st.flags.c_contiguous:
+        return False
+    # references to the storage: raw's base, the local ``st``, getrefcount's argument; any other holder
+    # (another view, a saved tensor, the caller) makes it more
+    return raw.base is st and sys.getrefcount(st) <= 3
 
 
 def _writable(h) -> bool:

@@ -8,6 +8,7 @@ import math
 
 import numpy as np
 
+from . import kernels
 from ._util import LOW
 
 _SQRT1_2 = 1.0 / math.sqrt(2.0)
@@ -36,6 +37,14 @@ def build(xp, special) -> dict:
     def _relu_(x):
         xp.maximum(x, _zero(x), out=x)
         return x
+
+    gpu = xp is not np
+
+    def _relu_backward(y, g):
+        kern = kernels.elementwise("relu_backward") if gpu and y.dtype in (np.float32, np.float64) else None
+        if kern is not None and g.dtype == y.dtype:
+            return kern(y, g)
+        return xp.where(y <= _zero(y), _zero(g), g)
 
     def _leaky_relu(x, negative_slope):
         y = x * c(negative_slope, x)
@@ -84,7 +93,7 @@ def build(xp, special) -> dict:
     def _logsigmoid(x):
         return xp.minimum(x, c(0.0, x)) - xp.log1p(xp.exp(-xp.abs(x)))
 
-    ops = {"relu": _relu, "relu_": _relu_, "hardtanh": act(_hardtanh), "hardtanh_": _hardtanh_,
+    ops = {"relu": _relu, "relu_": _relu_, "relu_backward": _relu_backward, "hardtanh": act(_hardtanh), "hardtanh_": _hardtanh_,
            "leaky_relu": act(_leaky_relu), "elu": act(_elu), "gelu": act(_gelu), "silu": act(_silu),
            "mish": act(_mish), "softplus": act(_softplus), "hardsigmoid": act(_hardsigmoid),
            "hardswish": act(_hardswish), "logsigmoid": act(_logsigmoid)}

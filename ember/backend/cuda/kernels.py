@@ -358,13 +358,21 @@ _MAXPOOL_BWD = (
     "long long at = (i / L) * P + idx; if (disjoint) out[at] = g; else atomicAdd(&out[at], g);",
     "ember_maxpool_backward")
 
-_SPECS = {"col2im2d": _COL2IM_2D, "maxpool2d": _MAXPOOL_2D, "maxpool_backward": _MAXPOOL_BWD}
+# relu's gradient from its result: zero where y <= 0 (NaN passes the gradient, as the rule's where does)
+_RELU_BWD = ("T y, T g", "T o", "o = (y <= (T)0) ? (T)0 : g;", "ember_relu_backward")
+# a running statistic moving toward a new value in place: s = keep * s + take * new (float64 weights)
+_RUNNING = ("U v, float64 keep, float64 take", "T s", "s = (T)(keep * (double)s + take * (double)v);",
+            "ember_running_update")
+
+_SPECS = {"col2im2d": _COL2IM_2D, "maxpool2d": _MAXPOOL_2D, "maxpool_backward": _MAXPOOL_BWD,
+          "relu_backward": _RELU_BWD, "running_update": _RUNNING}
 _elementwise: dict = {}
 
 
 def elementwise(which: str, acc: str = "float"):
     """The CuPy ElementwiseKernel ``which`` ('col2im2d' with accumulator type ``acc``, 'maxpool2d',
-    'maxpool_backward'), built on first use; None when it cannot be built (the caller falls back)."""
+    'maxpool_backward', 'relu_backward', 'running_update'), built on first use; None when it cannot be
+    built (the caller falls back)."""
     key = (which, acc)
     if key not in _elementwise:
         try:

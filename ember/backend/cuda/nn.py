@@ -1,6 +1,6 @@
 """Composite nn ops the CUDA backend runs directly (fewer passes than the frontend's decomposition):
-softmax, log_softmax, logsumexp and the normalisation pair norm_affine/norm_affine_backward
-(batch, layer, group and instance norm). Other composites are left to the frontend, which decomposes
+softmax, log_softmax, logsumexp, the normalisation pair norm_affine/norm_affine_backward
+(batch, layer, group and instance norm) and batch norm's running-statistics update. Other composites are left to the frontend, which decomposes
 them into primitives that also run on the GPU. Half precision computes in float32 and rounds once."""
 
 from __future__ import annotations
@@ -247,5 +247,22 @@ def build(xp) -> dict:
         gb = None if bias_shape is None else _sum_to(g, tuple(bias_shape)).astype(d, copy=False)
         return gx.astype(d, copy=False), gw, gb
 
+    def _running_update_(stat, new, momentum, scale):
+        """Batch norm's running statistic moved toward this batch's value in one launch (the frontend's
+        composite takes a scale, a multiply-add and a reshape). ``new`` has stat's element count."""
+        if new.size != stat.size:
+            raise ValueError(f"running_update_: the new value has {new.size} elements, the statistic {stat.size}")
+        keep, take = 1.0 - float(momentum), float(momentum) * float(scale)
+        v = new.reshape(stat.shape)
+        kern = (kernels.elementwise("running_update") if gpu and stat.dtype in (np.float32, np.float64)
+                and v.dtype in (np.float32, np.float64) else None)
+        if kern is not None:
+            kern(v, keep, take, stat)
+            return stat
+        w = _work(stat)
+        r = w * keep + _work(v).astype(w.dtype, copy=False) * take
+        stat[...] = r.astype(stat.dtype, copy=False)
+        return stat
+
     return {"softmax": _softmax, "log_softmax": _log_softmax, "logsumexp": _logsumexp, "norm_affine": _norm_affine,
-            "norm_affine_backward": _norm_affine_backward}
+            "norm_affine_backward": _norm_affine_backward, "running_update_": _running_update_}

@@ -30,6 +30,8 @@ def _and(F, a, b):
 @rule("relu", save=("o0",))
 def _relu(F, g, s, n):
     # PyTorch: the result <= 0 (or 0 at x = 0) passes no gradient; NaN passes it
+    if F.b.supports("relu_backward"):  # one launch instead of two (first-order only, like norm_affine's)
+        return (F.run("relu_backward", s[0], g),)
     return (F.where(F.cmp("le", s[0], 0.0), 0.0, g),)
 
 
