@@ -96,3 +96,47 @@ def test_relu_backward_and_running_update_on_the_cuda_code():
     np.testing.assert_allclose(stat, 0.75 * np.array([1, 2, 3]) + 0.5 * np.array([4, 5, 6]), rtol=1e-6)
     with pytest.raises(ValueError, match="2 elements"):
         b.run("running_update_", (stat, new[:2]), {"momentum": 0.1, "scale": 1.0})
+
+
+@pytest.mark.parametrize("affine", [True, False])
+def test_batch_norm_op_first_and_second_order_match_the_cpu(affine):
+    """The CUDA code's one-op batch norm (``batch_norm``/``batch_norm_backward``, (C,) parameters):
+    gradients, the composite rule under create_graph, and the running statistics against the CPU."""
+    rng = np.random.default_rng(1)
+    x0 = rng.standard_normal((4, 3, 5)).astype(np.float64)
+    w0, b0 = rng.standard_normal(3), rng.standard_normal(3)
+    out = {}
+    for dev in ("cpu", SIM):
+        x = ember.tensor(x0, device=dev, requires_grad=True)
+        w = ember.tensor(w0, device=dev, requires_grad=True) if affine else None
+        b = ember.tensor(b0, device=dev, requires_grad=True) if affine else None
+        rm, rv = ember.zeros(3, dtype=ember.float64, device=dev), ember.ones(3, dtype=ember.float64, device=dev)
+        y = ember.nn.functional.batch_norm(x, rm, rv, w, b, training=True, momentum=0.2, eps=1e-3)
+        leaves = [x] + ([w, b] if affine else [])
+        gs = ember.autograd.grad((y * y * y).sum(), leaves, create_graph=True)
+        gg = ember.autograd.grad(sum((g * g).sum() for g in gs), leaves)
+        out[dev] = [t.detach().cpu().numpy() for t in (y, rm, rv, *gs, *gg)]
+    for a, b in zip(out["cpu"], out[SIM]):
+        np.testing.assert_allclose(b, a, rtol=1e-9, atol=1e-10)
+
+
+def test_batch_norm_op_metadata_matches_its_results():
+    from ember.backend import meta
+    from ember.backend.meta import Meta
+
+    def of(a):
+        return Meta(a.shape, ember.float32, tuple(s // a.itemsize for s in a.strides))
+    b = Cuda._with_array_module(np)
+    x = np.ones((2, 3, 4), np.float32)
+    w = np.ones(3, np.float32)
+    for bias in (True, False):
+        got = b.run("batch_norm_backward", (x, w, x), {"eps": 1e-5, "has_bias": bias})
+        want = meta.infer("batch_norm_backward", (of(x), of(w), of(x)),
+                          {"eps": 1e-5, "has_bias": bias})
+        for r, m in zip(got, want):
+            assert (r is None) == (m is None)
+            if r is not None:
+                assert tuple(r.shape) == tuple(m.shape)
+    res = b.run("batch_norm", (x, w, None, None, None), {"eps": 1e-5, "momentum": 0.1})
+    want = meta.infer("batch_norm", (of(x), of(w), None, None, None), {"eps": 1e-5, "momentum": 0.1})
+    assert [tuple(r.shape) for r in res] == [tuple(m.shape) for m in want]

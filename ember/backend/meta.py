@@ -290,6 +290,13 @@ def _nn(op, inputs, attrs):
     if op == "rms_norm_backward":
         w = inputs[1]
         return _new(x.shape, x.dtype) + (_new(w.shape, w.dtype) if w is not None else (None,))
+    if op == "batch_norm":
+        c = (x.shape[1],)
+        return _new(x.shape, x.dtype) + _new(c, x.dtype) + _new(c, x.dtype)
+    if op == "batch_norm_backward":
+        c = (x.shape[1],)
+        return (_new(x.shape, x.dtype) + (_new(c, inputs[1].dtype) if inputs[1] is not None else (None,))
+                + (_new(c, x.dtype) if attrs.get("has_bias") else (None,)))
     if op == "relu_backward":
         return _new(x.shape, x.dtype)
     if op in ("softmax", "log_softmax", "rms_norm", "lerp", "logaddexp", "xlogy"):
@@ -313,7 +320,8 @@ _INDEXING = frozenset({"assign", "index_put_", "scatter", "scatter_reduce", "ind
                        "index_select", "index"})
 _CONV = frozenset({"conv", "conv_transpose", "conv_weight", "im2col", "col2im", "max_pool", "max_pool_values",
                    "max_pool_backward"})
-_NN = frozenset({"norm_affine", "norm_affine_backward", "rms_norm_backward", "relu_backward", "softmax", "log_softmax",
+_NN = frozenset({"norm_affine", "norm_affine_backward", "batch_norm", "batch_norm_backward", "rms_norm_backward",
+                 "relu_backward", "softmax", "log_softmax",
                  "rms_norm", "lerp", "logaddexp", "xlogy", "logsumexp"})
 _ELEMENTWISE = frozenset(UNARY) | frozenset(BINARY) | {"where", "clamp"}
 

@@ -201,11 +201,18 @@ def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor |
     w, b = _same_dtype(x, weight, "weight", "batch_norm"), _same_dtype(x, bias, "bias", "batch_norm")
     _check_affine(w, "weight", c, "batch_norm")
     _check_affine(b, "bias", c, "batch_norm")
-    wv, bv = _channel_view(w, x.ndim), _channel_view(b, x.ndim)
     if training:
         count = x.numel() // c if c else 0
         if count == 1:
             raise ValueError(f"Expected more than 1 value per channel when training, got input size {x.shape}")
+        be = x._device.backend
+        if be.supports("batch_norm"):
+            # one op: (C,) parameters as they are (no channel views to record and differentiate), the
+            # running statistics updated by the backend
+            hs = be.run("batch_norm", tuple(None if t is None else t._h for t in (x, w, b, rm, rv)),
+                        {"eps": float(eps), "momentum": float(momentum)})
+            return wrap(hs[0], x._shape, x._dtype, x._device)
+        wv, bv = _channel_view(w, x.ndim), _channel_view(b, x.ndim)
         dims = (0,) + tuple(range(2, x.ndim))
         y, mean, var = _norm_affine(x, wv, bv, dims, eps)
         if count and rm is not None:
@@ -215,6 +222,7 @@ def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor |
         return y
     if rm is None or rv is None:
         raise RuntimeError("batch_norm: running_mean must be defined in evaluation mode (training=False)")
+    wv, bv = _channel_view(w, x.ndim), _channel_view(b, x.ndim)
     # per-channel scale and shift first (C values), then one multiply-add over the input
     shape = (c,) + (1,) * (x.ndim - 2)
     scale = (rv.reshape(shape).to(x._dtype) + eps).rsqrt()

@@ -264,5 +264,45 @@ def build(xp) -> dict:
         stat[...] = r.astype(stat.dtype, copy=False)
         return stat
 
+    def _bn_axes(x):
+        return (0,) + tuple(range(2, x.ndim))
+
+    def _bn_view(p, ndim):
+        """A (C,) parameter shaped (C, 1, ...) to broadcast against (N, C, *spatial)."""
+        return None if p is None else p.reshape((p.shape[0],) + (1,) * (ndim - 2))
+
+    def _batch_norm_op(x, weight, bias, running_mean=None, running_var=None, *, eps, momentum):
+        """Training-mode batch norm with (C,) parameters, statistics and running statistics updated in
+        place: one op where the frontend would issue two reshapes and two running updates."""
+        C = x.shape[1]
+        axes = _bn_axes(x)
+        if x.size == 0:
+            nan = xp.full((C,), np.nan, dtype=x.dtype)
+            return xp.empty(x.shape, dtype=x.dtype), nan, nan.copy()
+        fast = _batch_norm(x, weight, bias, axes, eps, (C,))
+        if fast is None:
+            y, mean, var = _norm_affine(x, _bn_view(weight, x.ndim), _bn_view(bias, x.ndim), list(axes), eps)
+            fast = (y, mean.reshape(C), var.reshape(C))
+        count = x.size // C
+        if running_mean is not None:
+            _running_update_(running_mean, fast[1], momentum, 1.0)
+        if running_var is not None:
+            _running_update_(running_var, fast[2], momentum, count / max(count - 1, 1))
+        return fast
+
+    def _batch_norm_backward_op(x, weight, grad, *, eps, has_bias):
+        C = x.shape[1]
+        axes = _bn_axes(x)
+        if x.size == 0:
+            return (xp.zeros(x.shape, x.dtype), None if weight is None else xp.zeros((C,), weight.dtype),
+                    xp.zeros((C,), x.dtype) if has_bias else None)
+        fast = _batch_norm_backward(x, weight, grad, axes, eps, (C,) if has_bias else None)
+        if fast is not None:
+            return fast
+        gx, gw, gb = _norm_affine_backward(x, _bn_view(weight, x.ndim), grad, list(axes), eps,
+                                           (C,) + (1,) * (x.ndim - 2) if has_bias else None)
+        return gx, None if gw is None else gw.reshape(C), None if gb is None else gb.reshape(C)
+
     return {"softmax": _softmax, "log_softmax": _log_softmax, "logsumexp": _logsumexp, "norm_affine": _norm_affine,
-            "norm_affine_backward": _norm_affine_backward, "running_update_": _running_update_}
+            "norm_affine_backward": _norm_affine_backward, "running_update_": _running_update_,
+            "batch_norm": _batch_norm_op, "batch_norm_backward": _batch_norm_backward_op}

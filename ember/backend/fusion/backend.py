@@ -25,7 +25,7 @@ import weakref
 
 from ..meta import Meta, infer, is_view_op
 from ..meta import contiguous_strides as _contiguous_strides
-from . import composites, schedule
+from . import composites, products, schedule
 from .codegen import ctype
 from .composites import COVERED
 from .graph import FH, Buf, N, Token, broadcast_to, load, push_view
@@ -235,6 +235,10 @@ class Fusion:
                     return r
             elif op == "masked_fill":
                 r = self._masked_fill(*inputs)
+                if r is not None:
+                    return r
+            elif op == "matmul":
+                r = products.record(self, *inputs) if len(inputs) == 2 and not attrs else None
                 if r is not None:
                     return r
             elif op == "assign":
@@ -570,7 +574,7 @@ class Fusion:
 
 
 _BOOL = None
-_RECORDABLE = ELEMENTWISE | REDUCTIONS | VIEWS | COVERED | {"contiguous", "masked_fill", "assign"}
+_RECORDABLE = ELEMENTWISE | REDUCTIONS | VIEWS | COVERED | {"contiguous", "masked_fill", "assign", "matmul"}
 
 
 _STRIDES: dict = {}

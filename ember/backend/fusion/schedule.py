@@ -30,7 +30,7 @@ import time
 import weakref
 
 from ..._shape import contiguous_strides
-from . import codegen, rowgen
+from . import codegen, products, rowgen
 from .graph import FH, Buf, loads
 
 
@@ -46,7 +46,7 @@ class Task:
 
 
 # plan step kinds and argument reference kinds
-_ALLOC, _SNAP, _KERNEL, _INNER = 0, 1, 2, 3
+_ALLOC, _SNAP, _KERNEL, _INNER, _MM = 0, 1, 2, 3, 4
 _LEAF, _OWN, _SNAPREF, _DIRECT = 0, 1, 2, 3
 MAX_PLANS = 256  # cached plans per Fusion layer (a training loop needs a handful)
 
@@ -121,7 +121,7 @@ def _build(fu, writes: dict, live: list, serial: int) -> Plan:
         t = by_buf.get(id(buf))
         if t is None:
             prod = buf.producer
-            t = Task("red" if prod.op == "red" else "ew", buf, prod)
+            t = Task(prod.op if prod.op in ("red", "mm") else "ew", buf, prod)
             by_buf[id(buf)] = t
             tasks.append(t)
         return t
@@ -151,17 +151,18 @@ def _build(fu, writes: dict, live: list, serial: int) -> Plan:
                     t.deps.append(d)
             else:
                 t.loads.append(n)
+    live_ids = {id(b) for b in live_bufs if b is not None}
+    products.choose_layouts(tasks, live_ids)
     for t in tasks:
         _level(t)
-    # groups: (level, kind, shape) for elementwise, one per reduction; writes last within a level
+    # groups: (level, kind, shape) for elementwise, one per reduction or product; writes last within a level
     groups: dict = {}
     for t in tasks:
-        key = (t.level, "ew", t.buf.shape) if t.kind == "ew" else (t.level, "red", id(t))
+        key = (t.level, "ew", t.buf.shape) if t.kind == "ew" else (t.level, t.kind, id(t))
         groups.setdefault(key, []).append(t)
     _row_fusion(groups, tasks)
     order = sorted(groups.values(), key=lambda g: (g[-1].level, any(t.write for t in g)))
     snaps = _hazards(order)
-    live_ids = {id(b) for b in live_bufs if b is not None}
 
     def ref(buf):
         w = buf.win
@@ -186,6 +187,25 @@ def _build(fu, writes: dict, live: list, serial: int) -> Plan:
             j = own[id(t.buf)] = plan.n_alloc
             plan.n_alloc += 1
             plan.steps.append((_INNER, j, t.tree.src[3], t.buf.shape))
+            plan.n_inner += 1
+            continue
+        if g[0].kind == "mm":  # a matrix product: the inner backend's BLAS, operands as strided views
+            t = g[0]
+            opnds = []
+            for ld in t.tree.args:
+                r = ref(ld.args[0])
+                src = subst.get(ld.args[0].sid) if subst is not None else None
+                if src is not None:
+                    s = snap_ix.get(src.sid)
+                    if s is None:
+                        s = snap_ix[src.sid] = plan.n_snap
+                        plan.n_snap += 1
+                        plan.steps.append((_SNAP, s, ref(src)))
+                    r = (_SNAPREF, s)
+                opnds.append((r, products.geometry(ld)))
+            j = own[id(t.buf)] = plan.n_alloc
+            plan.n_alloc += 1
+            plan.steps.append((_MM, j, opnds[0], opnds[1], t.buf.shape))
             plan.n_inner += 1
             continue
         if g[0].kind == "red" and len(g) > 1:  # reductions and the values that read them back: one kernel
@@ -350,6 +370,10 @@ def _execute(fu, plan: Plan, live: list, leaves: list, scal: list, srcs: list) -
                 own[step[1]] = (out, out.reshape(-1))
             elif kind == _INNER:
                 own[step[1]] = _run_inner(fu, srcs[step[2]], step[3])
+            elif kind == _MM:
+                a = target.view(_array(step[2][0], leaves, own, snap), *step[2][1])
+                b = target.view(_array(step[3][0], leaves, own, snap), *step[3][1])
+                own[step[1]] = _fresh(fu, fu.inner.run("matmul", (a, b), {}), step[4])
             else:
                 c, i = step[2]
                 arr = leaves[i].arr if c == _LEAF else own[i][1] if c == _OWN else i.arr
@@ -401,6 +425,8 @@ def _named(e: Exception, step, srcs) -> Exception:
         what = f"the fused kernel computing {step[7][3] or 'a copy'} (shape {step[7][1]})"
     elif step[0] == _INNER:
         what = f"op '{srcs[step[2]][0]}' on the inner backend"
+    elif step[0] == _MM:
+        what = f"op 'matmul' on the inner backend (result shape {step[4]})"
     else:
         what = "a buffer for the fused kernels"
     msg = f"fusion: {what} failed at a flush: {type(e).__name__}: {e}"
@@ -426,10 +452,20 @@ def _level(t: Task) -> int:
     return t.level
 
 
+def _array(r, leaves, own, snap):
+    """The flat array a plan reference names."""
+    c, i = r
+    return leaves[i].arr if c == _LEAF else own[i][1] if c == _OWN else snap[i] if c == _SNAPREF else i.arr
+
+
 def _run_inner(fu, src, shape) -> tuple:
     op, inputs, attrs, _ = src
     vals = tuple([x.arr if x.__class__ is FH else x for x in inputs])
-    out = fu.inner.run(op, vals, attrs)
+    return _fresh(fu, fu.inner.run(op, vals, attrs), shape)
+
+
+def _fresh(fu, out, shape) -> tuple:
+    """(array, flat view) of an inner result, copied when it is not a fresh C-contiguous array."""
     if tuple(fu.inner.strides(out)) != contiguous_strides(shape) or fu.inner.storage(out) is not out:
         out = fu.inner.run("copy", (out,), {})  # results are promised C-contiguous and fresh
     fu.stats["inner_ops"] += 1

@@ -120,6 +120,12 @@ class CpuTarget:
     def copy(self, arr: np.ndarray) -> np.ndarray:
         return arr.copy()
 
+    def view(self, flat: np.ndarray, shape: tuple, strides: tuple, offset: int) -> np.ndarray:
+        """The strided view of a flat array that a load reads (element strides and offset): the
+        operands handed to the inner backend's matmul."""
+        item = flat.itemsize
+        return np.ndarray(shape, flat.dtype, flat, offset * item, tuple(s * item for s in strides))
+
 
 def _packer(layout, arrays):
     """A struct packing a launch's argument block in one call (what cube's C runtime builds slot

@@ -157,6 +157,32 @@ def _norm_affine(F, gs, s, n):
     return (gx, gw, gb)
 
 
+@rule("batch_norm", save=(0, 1), multi=True, nondiff_outputs=(1, 2))
+def _batch_norm(F, gs, s, n):
+    # the running statistics (inputs 3 and 4) are written by the op and get no gradient
+    g = gs[0]
+    x, w = s
+    has_bias = len(n.in_meta) > 2 and n.in_meta[2] is not None
+    if g is None:
+        return (None,) * 5
+    eps = n.attrs["eps"]
+    if F.b.supports("batch_norm_backward"):  # fused, first-order only (see the attention rule)
+        gx, gw, gb = F.run("batch_norm_backward", x, w, g, eps=eps, has_bias=has_bias)
+        return (gx, gw, gb, None, None)
+    shape = F.shape(x)
+    c, dims = shape[1], (0,) + tuple(range(2, len(shape)))
+    cshape = (1, c) + (1,) * (len(shape) - 2)
+    mu, rstd = _stats(F, x, dims, eps)
+    xhat = F.mul(F.sub(x, mu), rstd)
+    gxhat = g if w is None else F.mul(g, F.reshape(w, cshape))
+    a = _mean(F, gxhat, dims)
+    b = _mean(F, F.mul(gxhat, xhat), dims)
+    gx = F.mul(rstd, F.sub(F.sub(gxhat, a), F.mul(xhat, b)))
+    gw = None if w is None else F.reshape(F.sum_to(F.mul(g, xhat), cshape), (c,))
+    gb = F.reshape(F.sum_to(g, cshape), (c,)) if has_bias else None
+    return (gx, gw, gb, None, None)
+
+
 @rule("rms_norm", save=(0, 1))
 def _rms_norm(F, g, s, n):
     x, w = s
