@@ -140,3 +140,25 @@ def test_batch_norm_op_metadata_matches_its_results():
     res = b.run("batch_norm", (x, w, None, None, None), {"eps": 1e-5, "momentum": 0.1})
     want = meta.infer("batch_norm", (of(x), of(w), None, None, None), {"eps": 1e-5, "momentum": 0.1})
     assert [tuple(r.shape) for r in res] == [tuple(m.shape) for m in want]
+
+
+@pytest.mark.parametrize("device", [SIM] + (["cuda"] if ember.cuda.is_available() else []))
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16"])
+def test_flat_kernel_paths_match_the_cpu(device, dtype):
+    """Same-shape contiguous add, in-place relu and relu's gradient (flat RawKernels on a GPU for
+    float32/float64; the array-module code otherwise) against the CPU, NaN and signed zeros included."""
+    rng = np.random.default_rng(4)
+    a = rng.standard_normal((3, 70001)).astype(dtype)
+    b = rng.standard_normal((3, 70001)).astype(dtype)
+    a[0, :4] = [np.nan, -0.0, 0.0, np.inf]
+    for compute in (lambda d: ember.tensor(a, device=d) + ember.tensor(b, device=d),
+                    lambda d: ember.tensor(a, device=d).relu_()):
+        np.testing.assert_array_equal(compute(device).cpu().numpy(), compute("cpu").numpy())
+    grads = []
+    for d in ("cpu", device):
+        x = ember.tensor(a.astype(np.float32), device=d, requires_grad=True)
+        y = x * 1.0
+        y.relu_()
+        (y * ember.tensor(b.astype(np.float32), device=d)).sum().backward()
+        grads.append(x.grad.cpu().numpy())
+    np.testing.assert_array_equal(grads[1], grads[0])

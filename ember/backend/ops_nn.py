@@ -34,10 +34,11 @@ OPS: dict[str, str] = {
     "norm_affine": "(x, weight?, bias?) dim, eps -> (y, mean, var): y = (x - mean) / sqrt(var + eps) * weight "
                    "+ bias with the mean and biased variance over dim (kept as size-1 dims, x's dtype); "
                    "weight/bias broadcast against x; mean/var carry no gradient",
-    "batch_norm": "(x, weight?, bias?, running_mean?, running_var?) eps, momentum -> (y, mean, var): training-mode "
-                  "batch norm over every dim but 1 (channels); weight, bias and the running statistics are 1-d "
-                  "of length C; mean and biased var (C,) in x's dtype carry no gradient; the running statistics, "
-                  "when given, move toward the batch's by momentum in place (the variance unbiased)",
+    "batch_norm": "(x, weight?, bias?, running_mean?, running_var?, counter?) eps, momentum -> (y, mean, var): "
+                  "training-mode batch norm over every dim but 1 (channels); weight, bias and the running "
+                  "statistics are 1-d of length C; mean and biased var (C,) in x's dtype carry no gradient; the "
+                  "running statistics, when given, move toward the batch's by momentum in place (the variance "
+                  "unbiased); counter (one int64 element, a module's num_batches_tracked) gets one added in place",
     "batch_norm_backward": "(x, weight?, grad) eps, has_bias -> (grad_x, grad_weight?, grad_bias?) of batch_norm's "
                            "y, parameter gradients of shape (C,); first-order only",
     "rms_norm": "(x, weight?) dim, eps -> x / sqrt(mean(x², dim) + eps) * weight",

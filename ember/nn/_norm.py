@@ -191,7 +191,19 @@ def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor |
 
     In training the batch statistics are used and the running statistics (when given) move toward
     them by ``momentum``, the variance unbiased; in eval the running statistics are used.
+
+    >>> x = ember.randn(8, 3, 4, 4)
+    >>> ember.nn.functional.batch_norm(x, None, None, training=True).shape
+    ember.Size([8, 3, 4, 4])
     """
+    return batch_norm_counting(input, running_mean, running_var, weight, bias, training, momentum, eps, None)
+
+
+def batch_norm_counting(input: Tensor, running_mean: Tensor | None, running_var: Tensor | None,
+                        weight: Tensor | None, bias: Tensor | None, training: bool, momentum: float, eps: float,
+                        counter: Tensor | None) -> Tensor:
+    """:func:`batch_norm` that also adds one to ``counter`` (the module's ``num_batches_tracked``) when
+    training: inside the batch-norm op where the backend has one, which saves an op per layer per step."""
     x = _float(input, "batch_norm")
     if x.ndim < 2:
         raise RuntimeError(f"batch_norm: expected an input of shape (N, C, *), got shape {list(x._shape)}")
@@ -206,12 +218,20 @@ def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor |
         if count == 1:
             raise ValueError(f"Expected more than 1 value per channel when training, got input size {x.shape}")
         be = x._device.backend
+        if counter is not None and (counter._device != x._device or counter._dtype is not dt.int64
+                                    or counter.numel() != 1):
+            raise RuntimeError("batch_norm: the batch counter must be a one-element int64 tensor on the input's "
+                               "device")
         if be.supports("batch_norm"):
             # one op: (C,) parameters as they are (no channel views to record and differentiate), the
-            # running statistics updated by the backend
-            hs = be.run("batch_norm", tuple(None if t is None else t._h for t in (x, w, b, rm, rv)),
+            # running statistics and the counter updated by the backend
+            hs = be.run("batch_norm", tuple(None if t is None else t._h for t in (x, w, b, rm, rv, counter)),
                         {"eps": float(eps), "momentum": float(momentum)})
             return wrap(hs[0], x._shape, x._dtype, x._device)
+        if counter is not None:
+            from ..autograd.grad_mode import no_grad
+            with no_grad():
+                counter.add_(1)
         wv, bv = _channel_view(w, x.ndim), _channel_view(b, x.ndim)
         dims = (0,) + tuple(range(2, x.ndim))
         y, mean, var = _norm_affine(x, wv, bv, dims, eps)

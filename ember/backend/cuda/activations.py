@@ -31,16 +31,21 @@ def build(xp, special) -> dict:
         # a scalar argument of the kernel, not a 0-d array (whose allocation and fill is one more launch)
         return xp.zeros((), x.dtype) if x.dtype in LOW else x.dtype.type(0)
 
+    gpu = xp is not np
+
     def _relu(x):
         return xp.maximum(x, _zero(x))
 
     def _relu_(x):
-        xp.maximum(x, _zero(x), out=x)
+        if not (gpu and kernels.flat("relu_inplace", x)):
+            xp.maximum(x, _zero(x), out=x)
         return x
 
-    gpu = xp is not np
-
     def _relu_backward(y, g):
+        if gpu and y.shape == g.shape:
+            out = xp.empty(y.shape, y.dtype)
+            if kernels.flat("relu_backward", y, g, out):
+                return out
         kern = kernels.elementwise("relu_backward") if gpu and y.dtype in (np.float32, np.float64) else None
         if kern is not None and g.dtype == y.dtype:
             return kern(y, g)

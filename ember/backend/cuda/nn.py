@@ -169,8 +169,10 @@ def build(xp) -> dict:
         N, C, L = a3.shape
         return N * L < (1 << 31) and C < 65536 and L < (1 << 31)
 
-    def _batch_norm(x, weight, bias, axes, eps, stat_shape):
-        """Two launches: per-channel partial sums, then one pass normalising (and the statistics)."""
+    def _batch_norm(x, weight, bias, axes, eps, stat_shape, running=None, counter=None):
+        """Two launches: per-channel partial sums, then one pass normalising (and the statistics; with
+        ``running`` = (running_mean, running_var, keep, take_mean, take_var), of the work dtype and
+        contiguous, the running statistics too; with ``counter`` (one int64), one added to it)."""
         got = _channels(x, axes, weight, bias)
         if got is None or not _bn_ok(got[0]):
             return None
@@ -186,8 +188,11 @@ def build(xp) -> dict:
         geo = (np.int32(N), np.int32(C), np.int32(L), np.int32(chunk))
         stats((S, C), (256,), (a3, a3, part) + geo + (np.int32(0),))
         y = xp.empty(x.shape, a3.dtype)
+        rm, rv, keep, take_m, take_v = running if running is not None else (a3, a3, 0.0, 0.0, 0.0)
         apply((S, C), (256,), (a3, part, a3 if wv is None else wv, a3 if bv is None else bv, y, mean, var) + geo
-              + (a3.dtype.type(eps), np.int32(wv is not None), np.int32(bv is not None)))
+              + (a3.dtype.type(eps), np.int32(wv is not None), np.int32(bv is not None), rm, rv, np.float64(keep),
+                 np.float64(take_m), np.float64(take_v), np.int32(running is not None),
+                 np.uint64(0) if counter is None else counter))
         d = x.dtype
         return (y.astype(d, copy=False), mean.reshape(stat_shape).astype(d, copy=False),
                 var.reshape(stat_shape).astype(d, copy=False))
@@ -271,23 +276,37 @@ def build(xp) -> dict:
         """A (C,) parameter shaped (C, 1, ...) to broadcast against (N, C, *spatial)."""
         return None if p is None else p.reshape((p.shape[0],) + (1,) * (ndim - 2))
 
-    def _batch_norm_op(x, weight, bias, running_mean=None, running_var=None, *, eps, momentum):
+    def _batch_norm_op(x, weight, bias, running_mean=None, running_var=None, counter=None, *, eps, momentum):
         """Training-mode batch norm with (C,) parameters, statistics and running statistics updated in
-        place: one op where the frontend would issue two reshapes and two running updates."""
+        place (and the module's batch counter): one op where the frontend would issue two reshapes, two
+        running updates and an increment."""
         C = x.shape[1]
         axes = _bn_axes(x)
+        if counter is not None and (counter.dtype != np.int64 or counter.size != 1):
+            raise ValueError(f"batch_norm: counter must hold one int64, got {counter.dtype} of size {counter.size}")
         if x.size == 0:
+            if counter is not None:
+                counter += 1
             nan = xp.full((C,), np.nan, dtype=x.dtype)
             return xp.empty(x.shape, dtype=x.dtype), nan, nan.copy()
-        fast = _batch_norm(x, weight, bias, axes, eps, (C,))
+        count = x.size // C
+        unbias = count / max(count - 1, 1)
+        work = np.float32 if x.dtype in LOW else x.dtype
+        both = running_mean is not None and running_var is not None
+        # the running statistics updated inside the normalising kernel when they are of its dtype
+        running = ((running_mean, running_var, 1.0 - momentum, momentum, momentum * unbias)
+                   if both and running_mean.dtype == work and running_var.dtype == work
+                   and running_mean.flags.c_contiguous and running_var.flags.c_contiguous else None)
+        fast = _batch_norm(x, weight, bias, axes, eps, (C,), running, counter)
         if fast is None:
             y, mean, var = _norm_affine(x, _bn_view(weight, x.ndim), _bn_view(bias, x.ndim), list(axes), eps)
-            fast = (y, mean.reshape(C), var.reshape(C))
-        count = x.size // C
-        if running_mean is not None:
+            fast, running = (y, mean.reshape(C), var.reshape(C)), None
+            if counter is not None:
+                counter += 1
+        if running is None and running_mean is not None:
             _running_update_(running_mean, fast[1], momentum, 1.0)
-        if running_var is not None:
-            _running_update_(running_var, fast[2], momentum, count / max(count - 1, 1))
+        if running is None and running_var is not None:
+            _running_update_(running_var, fast[2], momentum, unbias)
         return fast
 
     def _batch_norm_backward_op(x, weight, grad, *, eps, has_bias):

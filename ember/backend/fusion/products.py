@@ -75,15 +75,20 @@ def choose_layouts(tasks: list, live_ids: set) -> None:
             t = prods.get(id(n.args[0]))
             if t is not None:
                 readers.setdefault(id(t.buf), {})[id(n)] = n
+    flip = []
     for k, t in prods.items():
         lds = readers.get(k)
-        if not lds:
-            continue
         m, n = t.buf.shape
-        if not all(ld.shape == (n, m) and ld.attrs == ((1, n), 0) for ld in lds.values()):
-            continue
-        for ld in lds.values():
+        if lds and all(ld.shape == (n, m) and ld.attrs == ((1, n), 0) for ld in lds.values()):
+            flip.append(t)
+    # first every reader of a flipped product reads it contiguously, then the flipped products take
+    # their operands from those loads (a product may read another flipped one)
+    for t in flip:
+        m, n = t.buf.shape
+        for ld in readers[id(t.buf)].values():
             ld.attrs = ((m, 1), 0)
+    for t in flip:
+        m, n = t.buf.shape
         a, b = t.tree.args
         t.tree = N("mm", (_transposed(b), _transposed(a)), (n, m), t.tree.dtype)
         t.buf.shape = (n, m)

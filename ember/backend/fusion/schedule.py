@@ -371,9 +371,14 @@ def _execute(fu, plan: Plan, live: list, leaves: list, scal: list, srcs: list) -
             elif kind == _INNER:
                 own[step[1]] = _run_inner(fu, srcs[step[2]], step[3])
             elif kind == _MM:
+                t0 = time.perf_counter() if dbg else 0.0
                 a = target.view(_array(step[2][0], leaves, own, snap), *step[2][1])
                 b = target.view(_array(step[3][0], leaves, own, snap), *step[3][1])
                 own[step[1]] = _fresh(fu, fu.inner.run("matmul", (a, b), {}), step[4])
+                if dbg:
+                    print(f"[ember.fusion] matmul {a.shape} @ {b.shape} on the inner backend, operand strides "
+                          f"{step[2][1][1]} and {step[3][1][1]}: {(time.perf_counter() - t0) * 1e3:.3f} ms",
+                          file=sys.stderr, flush=True)
             else:
                 c, i = step[2]
                 arr = leaves[i].arr if c == _LEAF else own[i][1] if c == _OWN else i.arr

@@ -18,6 +18,7 @@ from ..._tensor import Tensor
 from ...autograd.grad_mode import no_grad
 from .. import functional as F
 from .. import init
+from .._norm import batch_norm_counting
 from ..module import Module
 from ..parameter import Parameter
 
@@ -92,16 +93,20 @@ class _BatchNorm(_NormBase):
     def forward(self, input: Tensor) -> Tensor:
         _check_input(input, type(self).__name__, self._dims)
         factor = 0.0 if self.momentum is None else self.momentum
+        counter = None
         if self.training and self.track_running_stats and self.num_batches_tracked is not None:
-            with no_grad():
-                self.num_batches_tracked.add_(1)
             if self.momentum is None:  # cumulative moving average: the n-th batch gets weight 1/n
+                with no_grad():
+                    self.num_batches_tracked.add_(1)
                 factor = 1.0 / float(self.num_batches_tracked.item())
+            else:  # counted by the batch-norm op itself where the backend can
+                counter = self.num_batches_tracked
         # batch statistics in training, and in eval too when there are no running statistics
         use_batch = self.training or (self.running_mean is None and self.running_var is None)
         keep = not self.training or self.track_running_stats
-        return F.batch_norm(input, self.running_mean if keep else None, self.running_var if keep else None,
-                            self.weight, self.bias, use_batch, factor, self.eps)
+        return batch_norm_counting(input, self.running_mean if keep else None,
+                                   self.running_var if keep else None, self.weight, self.bias, use_batch, factor,
+                                   self.eps, counter)
 
 
 class BatchNorm1d(_BatchNorm):

@@ -159,16 +159,17 @@ def _norm_affine(F, gs, s, n):
 
 @rule("batch_norm", save=(0, 1), multi=True, nondiff_outputs=(1, 2))
 def _batch_norm(F, gs, s, n):
-    # the running statistics (inputs 3 and 4) are written by the op and get no gradient
+    # the running statistics and the counter (inputs 3 to 5) are written by the op and get no gradient
     g = gs[0]
     x, w = s
     has_bias = len(n.in_meta) > 2 and n.in_meta[2] is not None
+    rest = (None,) * (len(n.in_meta) - 3)
     if g is None:
-        return (None,) * 5
+        return (None, None, None) + rest
     eps = n.attrs["eps"]
     if F.b.supports("batch_norm_backward"):  # fused, first-order only (see the attention rule)
         gx, gw, gb = F.run("batch_norm_backward", x, w, g, eps=eps, has_bias=has_bias)
-        return (gx, gw, gb, None, None)
+        return (gx, gw, gb) + rest
     shape = F.shape(x)
     c, dims = shape[1], (0,) + tuple(range(2, len(shape)))
     cshape = (1, c) + (1,) * (len(shape) - 2)
@@ -180,7 +181,7 @@ def _batch_norm(F, gs, s, n):
     gx = F.mul(rstd, F.sub(F.sub(gxhat, a), F.mul(xhat, b)))
     gw = None if w is None else F.reshape(F.sum_to(F.mul(g, xhat), cshape), (c,))
     gb = F.reshape(F.sum_to(g, cshape), (c,)) if has_bias else None
-    return (gx, gw, gb, None, None)
+    return (gx, gw, gb) + rest
 
 
 @rule("rms_norm", save=(0, 1))
