@@ -4,8 +4,6 @@
   the last dim, layer norm's forward (norm_affine over trailing dims);
 * batch norm's forward and backward: a per-channel partial-sums pass and one streaming pass each;
 * elementwise kernels of convolution and pooling: col2im as a gather, 2-d max pooling and its backward;
-* flat kernels (relu in place, relu's gradient, same-shape add) for contiguous operands, cheaper to
-  launch than CuPy's ufuncs;
 * ``gemm_batched``: a batched GEMM straight through cuBLAS (weights shared by the batch, TF32 honoured).
 
 Compiled by NVRTC through CuPy on first use, once per process. Row and batch-norm kernels are float32 and
@@ -28,21 +26,6 @@ __device__ inline float e_rsqrt(float v) { return 1.0f / sqrtf(v); }
 __device__ inline double e_rsqrt(double v) { return 1.0 / sqrt(v); }
 __device__ inline bool e_finite(float v) { return isfinite(v); }
 __device__ inline bool e_finite(double v) { return isfinite(v); }
-// flat kernels over contiguous operands, grid-stride: one RawKernel launch costs the host less than a
-// CuPy ufunc or ElementwiseKernel call (argument typing, shape and broadcast handling)
-#define EMBER_FLAT for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; \
-                        i += (long long)gridDim.x * blockDim.x)
-extern "C" __global__ void ember_relu_inplace_CT(CT* __restrict__ x, long long n) {
-    EMBER_FLAT { if (x[i] < (CT)0) x[i] = (CT)0; }  // NaN stays NaN
-}
-extern "C" __global__ void ember_relu_backward_CT(const CT* __restrict__ y, const CT* __restrict__ g,
-                                                  CT* __restrict__ o, long long n) {
-    EMBER_FLAT { o[i] = y[i] <= (CT)0 ? (CT)0 : g[i]; }
-}
-extern "C" __global__ void ember_add_CT(const CT* __restrict__ a, const CT* __restrict__ b, CT* __restrict__ o,
-                                        long long n) {
-    EMBER_FLAT { o[i] = a[i] + b[i]; }
-}
 // max that propagates NaN (as torch's softmax: a NaN row gives NaNs)
 template <typename T> __device__ T nmax(T a, T b) { return (a != a || b != b) ? (a + b) : (a > b ? a : b); }
 template <typename T> __device__ T warp_max(T v) {
@@ -554,24 +537,6 @@ def get(name: str, dtype):
                           RuntimeWarning, stacklevel=2)
     _cache[(name, dtype)] = got
     return got
-
-
-def flat(name: str, *arrays) -> bool:
-    """Launch the flat kernel ``ember_<name>`` over C-contiguous CuPy arrays of one float32/float64 dtype
-    and one size (inputs first, the output last); False (nothing launched) when they don't qualify or the
-    kernel is unavailable, and the caller runs its array-module code."""
-    a = arrays[0]
-    dt, n = a.dtype, a.size
-    if dt.name not in _CTYPES or n == 0:
-        return False
-    for x in arrays:
-        if x.dtype != dt or x.size != n or not x.flags.c_contiguous:
-            return False
-    k = get(name, dt)
-    if k is None:
-        return False
-    k((min((n + 255) // 256, 65535),), (256,), arrays + (np.int64(n),))
-    return True
 
 
 def threads_for(cols: int) -> int:
