@@ -144,9 +144,9 @@ def test_batch_norm_op_metadata_matches_its_results():
 
 @pytest.mark.parametrize("device", [SIM] + (["cuda"] if ember.cuda.is_available() else []))
 @pytest.mark.parametrize("dtype", ["float32", "float64", "float16"])
-def test_flat_kernel_paths_match_the_cpu(device, dtype):
-    """Same-shape contiguous add, in-place relu and relu's gradient (flat RawKernels on a GPU for
-    float32/float64; the array-module code otherwise) against the CPU, NaN and signed zeros included."""
+def test_add_relu_and_its_gradient_match_the_cpu(device, dtype):
+    """Same-shape add, in-place relu recorded on its own buffer, and relu_backward against the CPU, NaN
+    and signed zeros included."""
     rng = np.random.default_rng(4)
     a = rng.standard_normal((3, 70001)).astype(dtype)
     b = rng.standard_normal((3, 70001)).astype(dtype)
