@@ -83,8 +83,13 @@ fn _pow(a: f32, b: f32) -> f32 {{
 fn _fmod(a: f32, b: f32) -> f32 {{
   if (b == 0.0 || _isinf(a)) {{ return {NAN}; }}
   if (_isinf(b)) {{ return a; }}
-  let r = a - b * trunc(a / b);
-  if (abs(r) >= abs(b)) {{ return r - b * trunc(r / b); }}
+  var r = a - b * trunc(a / b);
+  if (abs(r) >= abs(b)) {{ r = r - b * trunc(r / b); }}
+  // Vulkan drivers may divide a few ulps off (3.0 / 3.0 < 1 on NVIDIA's): one more |b| either way
+  let step = select(abs(b), -abs(b), a < 0.0);
+  if (abs(r) >= abs(b)) {{ r = r - step; }}
+  if (r != 0.0 && ((r < 0.0) != (a < 0.0))) {{ r = r + step; }}
+  if (r == 0.0) {{ return _copysign(0.0, a); }}
   return r;
 }}
 fn _rem(a: f32, b: f32) -> f32 {{
