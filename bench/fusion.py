@@ -6,7 +6,9 @@ CPU section (always):
 
 * the elementwise chain ``(tanh(x*1.5+0.5)*sigmoid(x) + x*x)*0.5`` on 16M float32, in GB/s
   (one read of x and one write of the result: 8 bytes an element);
-* an MLP 784-512-512-10 training step at batch 128 (cross-entropy, SGD), in steps/s;
+* an MLP 784-512-512-10 training step at batch 128 (cross-entropy, SGD), in steps/s; the section
+  ``mlp-interleaved`` (not run by default) measures the same step with the columns taking turns,
+  which keeps a shared machine's changing load from favouring one column;
 * the MNIST CNN training step (``ember.examples.mnist``'s model, Adam, batch 64), in steps/s;
 * the cold start: the first fused chain in a fresh cache directory (generation and C compile).
 
@@ -128,6 +130,35 @@ def bench_mlp(batch: int, repeats: int) -> None:
     row(f"MLP 784-512-512-10 step, batch {batch}", "steps/s", **figs)
 
 
+def bench_mlp_interleaved(batch: int, repeats: int) -> None:
+    """The MLP row measured round-robin: each round runs 10 steps of every column in turn (after
+    a 0.2 s pause, so that one library's idle threads, still spinning, don't take the cores of the
+    next), and each column's figure is its median over the rounds. On a machine shared with other
+    jobs this exposes every column to the same load, which one column after another does not."""
+    import statistics
+    steps = {"fused": _mlp_ember("cpu:fused", batch), "numpy": _mlp_ember("cpu", batch),
+             "torch": _mlp_torch(batch, False)}
+    try:
+        steps["compile"] = _mlp_torch(batch, True)
+        steps["compile"]()
+    except Exception as e:  # noqa: BLE001
+        print(f"  (torch.compile failed: {type(e).__name__}: {str(e)[:120]})")
+    times = {k: [] for k in steps}
+    for fn in steps.values():
+        for _ in range(3):
+            fn()
+    for _ in range(repeats):
+        for k, fn in steps.items():
+            time.sleep(0.2)
+            t0 = time.perf_counter()
+            for _ in range(10):
+                fn()
+            times[k].append((time.perf_counter() - t0) / 10)
+    figs = {k: (1 / statistics.median(times[k]) if k in times else None) for k in ("fused", "numpy", "torch",
+                                                                                  "compile")}
+    row(f"MLP 784-512-512-10 step, batch {batch} (interleaved)", "steps/s", **figs)
+
+
 def bench_cnn(batch: int, repeats: int) -> None:
     from ember.examples import mnist
     rng = np.random.default_rng(0)
@@ -229,7 +260,8 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="smaller sizes and fewer repeats (a smoke run)")
     ap.add_argument("--markdown", action="store_true", help="also print the table as markdown")
-    ap.add_argument("--only", default="chain,mlp,cnn,cold,gpu", help="comma-separated sections to run")
+    ap.add_argument("--only", default="chain,mlp,cnn,cold,gpu",
+                    help="comma-separated sections to run (also: mlp-interleaved)")
     args = ap.parse_args(argv)
     only = set(args.only.split(","))
     repeats = 3 if args.quick else 7
@@ -242,6 +274,8 @@ def main(argv=None) -> int:
         bench_chain(2**20 if args.quick else 16 * 2**20, repeats)
     if "mlp" in only:
         bench_mlp(128, repeats)
+    if "mlp-interleaved" in only:
+        bench_mlp_interleaved(128, 2 * repeats)
     if "cnn" in only:
         bench_cnn(64, repeats)
     if "cold" in only:

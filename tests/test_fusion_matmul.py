@@ -7,22 +7,10 @@ import numpy as np
 import pytest
 
 import ember
-from ember.backend.fusion import Fusion, schedule
+from ember.backend.fusion import schedule
 
-try:
-    from ember.cube.runtime.c import compiler
-    compiler()
-except Exception:  # noqa: BLE001
-    pytest.skip("Fusion on the CPU needs a C compiler", allow_module_level=True)
-
-DEV = "cpu:fused"
-
-
-def _fusion() -> Fusion:
-    be = ember.device(DEV).backend
-    while not isinstance(be, Fusion):
-        be = be.inner
-    return be
+# the device, the engine, and the module-level skip without a C compiler
+from tests.test_fusion import DEV, _fusion  # noqa: E402
 
 
 def t(a, **kw):
@@ -162,28 +150,32 @@ def test_mlp_training_matches_the_unfused_stack():
 
 # ---- CpuC's BLAS thread policy ----------------------------------------------------------------------
 def test_policy_uses_the_faster_mode_and_backs_off():
-    from ember.backend.cpuc.linalg import PROBE_MAX, PROBE_MIN, _Policy
+    from ember.backend.cpuc.linalg import PROBE_MAX, PROBE_MIN, TRIAL, _Policy
+
+    def call(p, now, seconds_by_mode):
+        mode = p.pick(now)
+        p.record(mode, 1e9, seconds_by_mode[mode], now)
+        return mode
+
+    quiet = {0: 1e-3, 1: 0.5e-3}   # threads twice as fast
+    busy = {0: 2e-3, 1: 20e-3}     # another process holds a core: threads 10x slower than one thread
     p = _Policy()
     now = 0.0
-    assert p.pick(now) == 0                      # the first large product measures one thread
-    p.record(0, 1e9, 1e-3, now)                  # 1 Tflop/s on one thread; threads not measured yet
-    assert p.mode == 0 and p.pick(now) == 0 and p.pick(now + PROBE_MIN) == 1
-    p = _Policy()
-    p.record(1, 1e9, 0.5e-3, now)                # threads: 2 Tflop/s
-    p.record(0, 1e9, 1e-3, now)                  # a retry of one thread loses
-    assert p.mode == 1 and p.interval == 2 * PROBE_MIN
-    assert p.pick(now) == 1 and p.pick(now + 1.0) == 0
-    for k in range(3):                           # threads slow down 20x (another process took a core)
-        p.record(1, 1e9, 10e-3, now)
+    assert [call(p, now, quiet) for _ in range(2)] == [1, 1]   # threads first (the first call not counted)
+    assert p.rate[1] == pytest.approx(2e12) and p.rate[0] == 0.0
+    assert [call(p, now, quiet) for _ in range(TRIAL)] == [0] * TRIAL   # then a trial of one thread: it loses
+    assert p.mode == 1 and p.rate[0] == pytest.approx(1e12) and p.interval == 2 * PROBE_MIN
+    assert call(p, now + 0.01, quiet) == 1                       # no trial before the interval is over
+    for _ in range(4):                                           # load comes: threads slow down, a trial
+        call(p, now + 0.02, busy)                                # of one thread starts at once and wins
     assert p.mode == 0
-    for k in range(10):                          # retries of threads keep losing: the wait grows
-        now = p.next_probe
-        assert p.pick(now) == 1
-        p.record(1, 1e9, 10e-3, now)
-        assert p.mode == 0
+    for _ in range(12):                                          # trials of threads keep losing, each
+        now = p.next_probe                                       # ended after its first counted call,
+        modes = [call(p, now, busy) for _ in range(2)]           # and the wait between them grows
+        assert modes == [1, 1] and p.mode == 0 and p.trial == -1
     assert p.interval == PROBE_MAX
     now = p.next_probe
-    p.record(1, 1e9, 0.2e-3, now)                # the load went away: threads win the retry
+    assert [call(p, now, quiet) for _ in range(TRIAL)] == [1] * TRIAL   # the load went away: threads win
     assert p.mode == 1 and p.interval == PROBE_MIN
 
 
@@ -191,7 +183,7 @@ def test_policy_uses_the_faster_mode_and_backs_off():
 def test_large_products_match_numpy_in_both_modes(mode, monkeypatch):
     from ember.backend.cpuc import linalg
     p = linalg._Policy()
-    p.mode, p.next_probe = mode, float("inf")
+    p.mode, p.next_probe, p.skip = mode, float("inf"), False
     monkeypatch.setattr(linalg, "POLICY", p)
     rng = np.random.default_rng(5)
     a = rng.standard_normal((256, 384)).astype(np.float32)
@@ -199,3 +191,34 @@ def test_large_products_match_numpy_in_both_modes(mode, monkeypatch):
     assert 2 * 256 * 384 * 400 >= linalg.THREADED_MIN
     np.testing.assert_allclose(linalg._matmul(a, b), a @ b, rtol=1e-4, atol=1e-4)
     assert p.rate[mode] > 0.0 and p.rate[1 - mode] == 0.0
+
+
+def test_matmul_into_writes_out_and_refuses_misfits():
+    from ember.backend.cpuc.linalg import matmul_into
+    rng = np.random.default_rng(7)
+    a = rng.standard_normal((6, 5)).astype(np.float32)
+    b = rng.standard_normal((7, 5)).astype(np.float32).T   # a transposed operand
+    out = np.empty((6, 7), np.float32)
+    assert matmul_into(a, b, out) is out
+    np.testing.assert_allclose(out, a @ b, rtol=1e-5)
+    with pytest.raises(ValueError, match="do not fit"):
+        matmul_into(a, b, np.empty((7, 6), np.float32))
+    with pytest.raises(TypeError, match="float32 or float64"):
+        matmul_into(a, b, np.empty((6, 7), np.float64))
+    with pytest.raises(ValueError, match="C-contiguous"):
+        matmul_into(a, b, np.empty((7, 6), np.float32).T)
+
+
+def test_products_write_pooled_buffers_that_are_reused():
+    # a product of 1 MB or more is written into a buffer of the target's pool, taken again once free
+    rng = np.random.default_rng(8)
+    a = t(rng.standard_normal((256, 64)).astype(np.float32))
+    b = t(rng.standard_normal((64, 1024)).astype(np.float32))
+    first = (a @ b).numpy()
+    p1 = a @ b
+    p1.numpy()
+    ptr = p1.data_ptr()
+    del p1
+    p2 = a @ b
+    np.testing.assert_allclose(p2.numpy(), first, rtol=1e-6)
+    assert p2.data_ptr() == ptr

@@ -57,6 +57,11 @@ class CpuC(Numpy):
     def __repr__(self) -> str:
         return "CpuC()"
 
+    def matmul_into(self, a, b, out):
+        """``a @ b`` into a preallocated ``out`` (2-D float arrays; see :func:`.linalg.matmul_into`)."""
+        from .linalg import matmul_into
+        return matmul_into(a, b, out)
+
 
 def compiled_ops() -> frozenset:
     """The names of the ops CpuC runs with C kernels (for the inputs the kernels cover)."""

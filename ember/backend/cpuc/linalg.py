@@ -34,63 +34,113 @@ THREADED_MIN = 1 << 26
 ADAPTIVE = os.environ.get("EMBER_CPUC_BLAS", "adaptive") != "threads"
 PROBE_MIN = 0.05  # seconds between retries of the mode not in use, doubled after each losing retry
 PROBE_MAX = 2.0
+TRIAL = 3  # calls per trial of the mode not in use (the first not counted)
+SLOW = 0.7
 
 
 class _Policy:
-    """Which mode large products run in: 0 one thread, 1 BLAS's threads (see the module docstring)."""
+    """Which mode large products run in: 0 one thread, 1 BLAS's threads (see the module docstring).
 
-    __slots__ = ("rate", "mode", "next_probe", "interval")
+    The mode in use keeps a moving average of its flop rate. The other mode is tried now and then,
+    and at once when the mode in use slows down (its average under ``SLOW`` times the other's last
+    rate, or one call under a quarter of it, as when another process takes a core): a trial is
+    ``TRIAL`` calls whose first one is not counted (it may wake sleeping BLAS workers), ended
+    early when its first counted call is under half the rate in use. The trial's rate replaces the
+    mode's old figure, so a rate measured under other load does not linger."""
+
+    __slots__ = ("rate", "mode", "next_probe", "interval", "trial", "left", "flops", "secs", "skip")
 
     def __init__(self):
-        self.rate = [0.0, 0.0]  # flops per second of each mode, moving averages (0.0: not measured)
+        self.rate = [0.0, 0.0]  # flops per second of each mode (0.0: not measured)
         self.mode = 1
-        self.next_probe = 0.0  # the first large product also measures the other mode
+        self.next_probe = 0.0
         self.interval = PROBE_MIN
+        self.trial = -1  # the mode on trial, or -1
+        self.left = 0
+        self.flops = self.secs = 0.0
+        self.skip = True  # the process's first product may wake BLAS's workers: not counted
 
     def pick(self, now: float) -> int:
-        return 1 - self.mode if now >= self.next_probe else self.mode
+        if self.trial < 0 and now >= self.next_probe and self.rate[self.mode] > 0.0:
+            self.trial, self.left, self.flops, self.secs, self.skip = 1 - self.mode, TRIAL, 0.0, 0.0, True
+        return self.trial if self.trial >= 0 else self.mode
 
     def record(self, mode: int, flops: float, seconds: float, now: float) -> None:
-        r = flops / max(seconds, 1e-9)
-        old = self.rate[mode]
-        self.rate[mode] = r if old == 0.0 else 0.5 * (old + r)
-        other = self.rate[1 - mode]
-        if mode != self.mode:  # a retry of the other mode
-            if self.rate[mode] > self.rate[self.mode] or self.rate[self.mode] == 0.0:
+        skip, self.skip = self.skip, False
+        if mode == self.trial:
+            self.left -= 1
+            if not skip:
+                self.flops += flops
+                self.secs += seconds
+            if self.left > 0 and not (self.secs > 0.0 and self.flops / self.secs < 0.5 * self.rate[self.mode]):
+                return
+            self.rate[mode] = self.flops / max(self.secs, 1e-9) if self.secs > 0.0 else self.rate[mode]
+            if self.rate[mode] > self.rate[self.mode]:
                 self.mode = mode
                 self.interval = PROBE_MIN
             else:
                 self.interval = min(2 * self.interval, PROBE_MAX)
+            self.trial = -1
             self.next_probe = now + self.interval
-        elif self.rate[mode] < 0.8 * other:  # the mode in use slowed down (load came or went)
-            self.mode = 1 - mode
-            self.interval = PROBE_MIN
-            self.next_probe = now + self.interval
+            return
+        if skip or mode != self.mode:
+            return
+        r = flops / max(seconds, 1e-9)
+        old = self.rate[mode]
+        self.rate[mode] = r if old == 0.0 else 0.75 * old + 0.25 * r
+        other = self.rate[1 - mode]
+        if self.trial < 0 and (self.rate[mode] < SLOW * other or r < 0.25 * other):
+            # the mode in use slowed down (load came or went): try the other now, against this rate
+            self.rate[mode] = min(self.rate[mode], r)
+            self.next_probe = now
 
 
 POLICY = _Policy()
 
 
-def _matmul(a, b):
+def _matmul(a, b, out=None):
     m = a.shape[-2] if a.ndim > 1 else 1
     n = b.shape[-1] if b.ndim > 1 else 1
     batch = math.prod(np.broadcast_shapes(a.shape[:-2], b.shape[:-2]))   # () for 1-d operands
     flops = 2 * batch * m * n * a.shape[-1]
     if flops < THREADED_MIN:
         with one_blas_thread():
-            return npl._matmul(a, b)
+            return _product(a, b, out)
     if not ADAPTIVE or BLAS is None or a.dtype not in (np.float32, np.float64):
-        return npl._matmul(a, b)
+        return _product(a, b, out)
     t0 = time.perf_counter()
     mode = POLICY.pick(t0)
     if mode:
-        out = npl._matmul(a, b)
+        r = _product(a, b, out)
     else:
         with one_blas_thread():
-            out = npl._matmul(a, b)
+            r = _product(a, b, out)
     t1 = time.perf_counter()
     POLICY.record(mode, flops, t1 - t0, t1)
-    return out
+    return r
+
+
+def _product(a, b, out):
+    return npl._matmul(a, b) if out is None else np.matmul(a, b, out=out)
+
+
+def matmul_into(a: np.ndarray, b: np.ndarray, out: np.ndarray) -> np.ndarray:
+    """``a @ b`` written into ``out`` with matmul's thread rules: float32/float64 2-D operands of one
+    dtype, ``out`` C-contiguous of the product's shape and dtype (Fusion passes a pooled buffer,
+    which a fresh result of a few hundred KB would cost in page faults every step). Returns ``out``.
+
+    >>> import numpy as np
+    >>> matmul_into(np.ones((2, 3)), np.ones((3, 4)), np.empty((2, 4)))[0, 0]
+    3.0
+    """
+    if a.ndim != 2 or b.ndim != 2 or a.shape[1] != b.shape[0] or out.shape != (a.shape[0], b.shape[1]):
+        raise ValueError(f"matmul_into: shapes {a.shape} @ {b.shape} -> out {out.shape} do not fit")
+    if not (a.dtype == b.dtype == out.dtype) or a.dtype not in (np.float32, np.float64):
+        raise TypeError(f"matmul_into: float32 or float64 operands and out of one dtype, got {a.dtype}, "
+                        f"{b.dtype} and {out.dtype}")
+    if not out.flags.c_contiguous:
+        raise ValueError("matmul_into: out must be C-contiguous")
+    return _matmul(a, b, out)
 
 
 OPS = {"matmul": _matmul}

@@ -29,7 +29,7 @@ from . import composites, products, schedule
 from .codegen import ctype
 from .composites import COVERED
 from .graph import FH, Buf, N, Token, broadcast_to, load, push_view
-from .ops import BOOL_RESULT, ELEMENTWISE, REDUCTIONS, VIEWS, fusible_elementwise
+from .ops import ELEMENTWISE, REDUCTIONS, VIEWS, elementwise_types
 from .target import target_for
 
 _DEBUG = os.environ.get("EMBER_DEBUG", "") not in ("", "0")
@@ -390,7 +390,7 @@ class Fusion:
                 tuple([x.dtype if x.__class__ is FH else x.__class__ for x in inputs]))
         types = _TYPES.get(tkey)
         if types is None:
-            types = _TYPES[tkey] = _elementwise_types(op, inputs, attrs)
+            types = _TYPES[tkey] = elementwise_types(op, inputs, attrs, _BOOL)
         if types is False:
             return None
         comp, out = types
@@ -558,46 +558,7 @@ class Fusion:
         return self._track(fh)
 
 
-def _elementwise_types(op, inputs, attrs):
-    """(computation dtype, result dtype) of a recordable elementwise op, or False when it is not
-    fusible (mixed dtypes, a dtype or op cube doesn't compute like the inner backend)."""
-    hs = [x for x in inputs if x.__class__ is FH]
-    if op == "where":
-        vals = [x for x in inputs[1:] if x.__class__ is FH]
-        if not vals:
-            return False
-        comp = vals[0].dtype
-    elif op == "cast":
-        comp = hs[0].dtype
-    else:
-        comp = inputs[0].dtype if inputs[0].__class__ is FH else hs[0].dtype
-    ct = ctype(comp)
-    if op == "cast":
-        out = attrs["dtype"]
-    elif op in BOOL_RESULT:
-        out = _BOOL
-    else:
-        out = comp
-    ot = ctype(out)
-    in_types = tuple(ctype(h.dtype) for h in hs) if op != "where" else (ct,)
-    if op not in ("cast", "where") and any(t != ct for t in in_types):
-        return False  # mixed dtypes: the frontend normally promotes first
-    if not fusible_elementwise(op, in_types if op != "where" else (ct,), ot):
-        return False
-    if op == "where" and inputs[0].__class__ is FH and ctype(inputs[0].dtype) != "bool_":
-        return False
-    for k, x in enumerate(inputs):
-        if x.__class__ is FH:
-            continue
-        if x is None:
-            if op != "clamp":
-                return False
-        elif x.__class__ not in _SCALARS or (op == "where" and k == 0):
-            return False
-    return comp, out
-
-
-_TYPES: dict = {}  # memo of _elementwise_types: (op, cast dtype, input dtypes or scalar types) -> answer
+_TYPES: dict = {}  # memo of ops.elementwise_types: (op, cast dtype, input dtypes or scalar types) -> answer
 _BOOL = None
 _RECORDABLE = ELEMENTWISE | REDUCTIONS | VIEWS | COVERED | {"contiguous", "masked_fill", "assign", "matmul"}
 

@@ -45,7 +45,11 @@ class N:
     def __init__(self, op, args, shape, dtype, attrs=None):
         self.src = None  # (op, inputs, attrs) as recorded, when every input was in memory
         # longest path to a leaf: a bound keeps recursive rewrites (views) and kernels small
-        self.depth = 1 + max([a.depth for a in args if a.__class__ is N], default=-1)
+        d = 0
+        for a in args:  # a loop, not max() over a list: nodes are made a few hundred times a step
+            if a.__class__ is N and a.depth >= d:
+                d = a.depth + 1
+        self.depth = d
         self.op = op
         self.args = args
         self.shape = shape

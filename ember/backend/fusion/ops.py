@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .graph import FH
+
 # ember dtype (numpy dtype) -> cube scalar type name; 16-bit floats, small ints and complex stay unfused
 CUBE_TYPE = {np.dtype(np.float32): "f32", np.dtype(np.float64): "f64", np.dtype(np.int32): "i32",
              np.dtype(np.int64): "i64", np.dtype(np.bool_): "bool_"}
@@ -106,3 +108,47 @@ def cast(expr: str, src: str, dst: str) -> str:
         one, zero = ("1.0", "0.0") if dst in FLOAT_TYPES else ("1", "0")
         return f"cube.where({expr}, cube.{dst}({one}), cube.{dst}({zero}))"
     return f"cube.{dst}({expr})"
+
+
+def elementwise_types(op: str, inputs: tuple, attrs: dict, bool_dtype):
+    """(computation dtype, result dtype) of a recordable elementwise op on ``inputs`` (Fusion handles,
+    Python scalars, None), or False when it is not fusible (mixed dtypes, a dtype or op cube doesn't
+    compute like the inner backend). ``bool_dtype`` is ember's bool (comparisons' results)."""
+    hs = [x for x in inputs if x.__class__ is FH]
+    if op == "where":
+        vals = [x for x in inputs[1:] if x.__class__ is FH]
+        if not vals:
+            return False
+        comp = vals[0].dtype
+    elif op == "cast":
+        comp = hs[0].dtype
+    else:
+        comp = inputs[0].dtype if inputs[0].__class__ is FH else hs[0].dtype
+    ct = _ctype(comp)
+    if op == "cast":
+        out = attrs["dtype"]
+    elif op in BOOL_RESULT:
+        out = bool_dtype
+    else:
+        out = comp
+    ot = _ctype(out)
+    in_types = tuple(_ctype(h.dtype) for h in hs) if op != "where" else (ct,)
+    if op not in ("cast", "where") and any(t != ct for t in in_types):
+        return False  # mixed dtypes: the frontend normally promotes first
+    if not fusible_elementwise(op, in_types if op != "where" else (ct,), ot):
+        return False
+    if op == "where" and inputs[0].__class__ is FH and _ctype(inputs[0].dtype) != "bool_":
+        return False
+    for k, x in enumerate(inputs):
+        if x.__class__ is FH:
+            continue
+        if x is None:
+            if op != "clamp":
+                return False
+        elif x.__class__ not in (bool, int, float) or (op == "where" and k == 0):
+            return False
+    return comp, out
+
+
+def _ctype(dtype):
+    return CUBE_TYPE.get(getattr(dtype, "np", None))

@@ -13,6 +13,9 @@ paid per product), and it lets the flush choose the product's *layout*:
   instead (BLAS takes transposed operands for free) and those readers read it contiguously.
 
 Views of a product that someone holds stay real views of it, so storage sharing stays exact.
+At the flush a product runs through the inner backend's ``matmul_into`` when it has one (CpuC:
+BLAS writes a buffer of the target's pool, sparing a fresh result's page faults every step), else
+its ``matmul`` op; either way CpuC's BLAS thread policy applies.
 
 >>> import ember
 >>> a = ember.ones(2, 3, device="cpu:fused")

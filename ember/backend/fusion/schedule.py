@@ -180,6 +180,16 @@ def _build(fu, writes: dict, live: list, serial: int) -> Plan:
         plan.steps.append((_ALLOC, j, buf.shape, buf.dtype.np))
 
     snap_ix: dict = {}
+
+    def snapshot(src):
+        """The reference to a copy of ``src`` taken before this flush's writes (one per buffer)."""
+        s = snap_ix.get(src.sid)
+        if s is None:
+            s = snap_ix[src.sid] = plan.n_snap
+            plan.n_snap += 1
+            plan.steps.append((_SNAP, s, ref(src)))
+        return (_SNAPREF, s)
+
     for g in order:
         subst = snaps.get(id(g))
         if len(g) == 1 and g[0].tree.src is not None and subst is None and not g[0].write:
@@ -196,12 +206,7 @@ def _build(fu, writes: dict, live: list, serial: int) -> Plan:
                 r = ref(ld.args[0])
                 src = subst.get(ld.args[0].sid) if subst is not None else None
                 if src is not None:
-                    s = snap_ix.get(src.sid)
-                    if s is None:
-                        s = snap_ix[src.sid] = plan.n_snap
-                        plan.n_snap += 1
-                        plan.steps.append((_SNAP, s, ref(src)))
-                    r = (_SNAPREF, s)
+                    r = snapshot(src)
                 opnds.append((r, products.geometry(ld)))
             j = own[id(t.buf)] = plan.n_alloc
             plan.n_alloc += 1
@@ -230,12 +235,7 @@ def _build(fu, writes: dict, live: list, serial: int) -> Plan:
             for i in range(n_in):
                 src = subst.get(arrays[i].sid)
                 if src is not None:
-                    s = snap_ix.get(src.sid)
-                    if s is None:
-                        s = snap_ix[src.sid] = plan.n_snap
-                        plan.n_snap += 1
-                        plan.steps.append((_SNAP, s, ref(src)))
-                    refs[i] = (_SNAPREF, s)
+                    refs[i] = snapshot(src)
         template, fill = [], []
         for v in scalars:
             if v.__class__ is codegen.Slot:
@@ -374,7 +374,14 @@ def _execute(fu, plan: Plan, live: list, leaves: list, scal: list, srcs: list) -
                 t0 = time.perf_counter() if dbg else 0.0
                 a = target.view(_array(step[2][0], leaves, own, snap), *step[2][1])
                 b = target.view(_array(step[3][0], leaves, own, snap), *step[3][1])
-                own[step[1]] = _fresh(fu, fu.inner.run("matmul", (a, b), {}), step[4])
+                into = getattr(fu.inner, "matmul_into", None)
+                if into is not None and a.dtype == b.dtype:  # BLAS writes a pooled buffer (no page faults)
+                    out = target.alloc(step[4], a.dtype)
+                    into(a, b, out)
+                    own[step[1]] = (out, out.reshape(-1))
+                    fu.stats["inner_ops"] += 1
+                else:
+                    own[step[1]] = _fresh(fu, fu.inner.run("matmul", (a, b), {}), step[4])
                 if dbg:
                     print(f"[ember.fusion] matmul {a.shape} @ {b.shape} on the inner backend, operand strides "
                           f"{step[2][1][1]} and {step[3][1][1]}: {(time.perf_counter() - t0) * 1e3:.3f} ms",
