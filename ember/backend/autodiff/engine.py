@@ -7,9 +7,8 @@ node drops what it saved as soon as it has run, so the graph's memory is release
 
 from __future__ import annotations
 
-import sys
-
 import heapq
+import sys
 
 import numpy as np
 

@@ -93,7 +93,8 @@ def build(xp, special) -> dict:
     def _logsigmoid(x):
         return xp.minimum(x, c(0.0, x)) - xp.log1p(xp.exp(-xp.abs(x)))
 
-    ops = {"relu": _relu, "relu_": _relu_, "relu_backward": _relu_backward, "hardtanh": act(_hardtanh), "hardtanh_": _hardtanh_,
+    ops = {"relu": _relu, "relu_": _relu_, "relu_backward": _relu_backward, "hardtanh": act(_hardtanh),
+           "hardtanh_": _hardtanh_,
            "leaky_relu": act(_leaky_relu), "elu": act(_elu), "gelu": act(_gelu), "silu": act(_silu),
            "mish": act(_mish), "softplus": act(_softplus), "hardsigmoid": act(_hardsigmoid),
            "hardswish": act(_hardswish), "logsigmoid": act(_logsigmoid)}

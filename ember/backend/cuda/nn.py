@@ -1,6 +1,7 @@
 """Composite nn ops the CUDA backend runs directly (fewer passes than the frontend's decomposition):
-softmax, log_softmax, logsumexp, the normalisation pair norm_affine/norm_affine_backward
-(batch, layer, group and instance norm) and batch norm's running-statistics update. Other composites are left to the frontend, which decomposes
+softmax, log_softmax, logsumexp, the normalisation pair norm_affine/norm_affine_backward (batch,
+layer, group and instance norm), training-mode batch_norm/batch_norm_backward with (C,) parameters
+and the running-statistics update. Other composites are left to the frontend, which decomposes
 them into primitives that also run on the GPU. Half precision computes in float32 and rounds once."""
 
 from __future__ import annotations
