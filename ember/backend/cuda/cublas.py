@@ -113,7 +113,7 @@ def matmul(a, b, out=None, **kw):
         if dtype == "float64":
             compute, alpha, beta = _COMPUTE_64F, ctypes.c_double(1.0), ctypes.c_double(0.0)
         else:
-            from ...backends import cuda as flags
+            from ..switches import cuda as flags
             tf32 = dtype == "float32" and flags.matmul.allow_tf32
             compute = _COMPUTE_32F_TF32 if tf32 else _COMPUTE_32F
             alpha, beta = ctypes.c_float(1.0), ctypes.c_float(0.0)

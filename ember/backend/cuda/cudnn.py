@@ -149,7 +149,7 @@ def version() -> int | None:
 
 
 def _flags():
-    from ...backends import cudnn as flags
+    from ..switches import cudnn as flags
     return flags
 
 

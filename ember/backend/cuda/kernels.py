@@ -494,7 +494,7 @@ def _gemm_types(dtype):
         import cupy
         from cupy_backends.cuda.libs import cublas
 
-        from ...backends import cuda as flags
+        from ..switches import cuda as flags
         from . import cublas as ctypes_cublas
         _cu.extend((cupy, cublas, cupy.cuda.device.get_cublas_handle, flags,
                     ctypes_cublas._state.get("cupy_matmul", cupy.matmul)))

@@ -49,7 +49,7 @@ class _ComputeType:
                     pass
 
     def sync(self) -> None:
-        from ...backends import cuda as flags
+        from ..switches import cuda as flags
         want = bool(flags.matmul.allow_tf32)
         if want is not self.tf32 and self.gpu:
             rl = self.rl
@@ -59,7 +59,7 @@ class _ComputeType:
 
 def build(xp) -> dict:
     ct = _ComputeType(xp)
-    from ...backends import cuda as flags
+    from ..switches import cuda as flags
     matmul_flags = flags.matmul
 
     def _matmul(a, b):

@@ -24,13 +24,13 @@ __all__ = ["enabled", "allow_tf32", "benchmark", "deterministic", "is_available"
 
 def is_available() -> bool:
     """Whether cuDNN can be loaded here (the library is found; says nothing about a GPU)."""
-    from ..backend.cuda import cudnn
+    from ..cuda import cudnn
     return cudnn.available()
 
 
 def version() -> int | None:
     """cuDNN's version number (e.g. 91500 for 9.15.0), or None when it is not installed."""
-    from ..backend.cuda import cudnn
+    from ..cuda import cudnn
     return cudnn.version()
 
 
