@@ -9,24 +9,16 @@ from __future__ import annotations
 
 import traceback
 
+from ..base import OPS
 from .engine import run_backward
 from .graph import STATE, Node, Var, bump, version
 from .rules import NONDIFF, RULES, Rule
 
 _INPLACE_FUNCTIONAL = {"assign": "_assign", "index_put_": "index_put"}
-
-
-def inner_inplace(inner) -> frozenset:
-    """The in-place ops ``inner`` runs itself (cached on the backend object)."""
-    got = getattr(inner, "_autodiff_inplace", None)
-    if got is None:
-        from ..base import OPS
-        got = frozenset(op for op in OPS if op[-1] == "_" and inner.supports(op))
-        try:
-            inner._autodiff_inplace = got
-        except AttributeError:  # a backend with __slots__: ask every time
-            pass
-    return got
+# the catalogue's in-place ops with a differentiable out-of-place form (relu_, hardtanh_, ...): candidates
+# for running in place under autograd
+_INPLACE_ACTIVATIONS = frozenset(op for op in OPS if op[-1] == "_" and op not in _INPLACE_FUNCTIONAL
+                                 and op[:-1] in RULES)
 
 
 def _functional(op: str) -> str:
@@ -169,7 +161,7 @@ class Autodiff:
         rule = RULES.get(fop)
         if rule is None:
             raise RuntimeError(f"the derivative for in-place '{op}' is not implemented")
-        if (0 not in rule.save and fop == op[:-1] and op in inner_inplace(inner)
+        if (op in _INPLACE_ACTIVATIONS and 0 not in rule.save and inner.supports(op)
                 and all(x.__class__ in _SCALARS for x in inputs[1:])):
             # a unary in-place op whose rule needs only its result (relu_): run it in place and record
             # the node on the written buffer, instead of computing out of place and assigning back
