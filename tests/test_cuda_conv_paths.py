@@ -32,6 +32,22 @@ def _pair(shape, dev, dtype=np.float64, seed=0, offset=0.0):
     return e, t
 
 
+@pytest.fixture(params=["gemm", "cudnn"])
+def route(request, dev):
+    """Which convolution path the CUDA device takes: ember's GEMMs (cuDNN switched off) or cuDNN (when it
+    is installed; on "cudasim" there is only the GEMM path)."""
+    from ember.backend.cuda import cudnn
+    if request.param == "cudnn" and (dev != "cuda" or not cudnn.routes((3, 3))):
+        pytest.skip("cuDNN routing needs a GPU and cuDNN with its graph API")
+    flags = ember.backends.cudnn
+    old = flags.enabled
+    flags.enabled = request.param == "cudnn"
+    try:
+        yield request.param
+    finally:
+        flags.enabled = old
+
+
 def _close(e, t, tol):
     got = e.detach().cpu().float().numpy() if e.dtype is not ember.float64 else e.detach().cpu().numpy()
     np.testing.assert_allclose(got, t.detach().double().numpy(), rtol=tol, atol=tol)
@@ -57,7 +73,7 @@ CONVS = [
 
 @pytest.mark.parametrize("dev", DEVICES)
 @pytest.mark.parametrize("case", CONVS, ids=[f"{c[1]}-s{c[2]}-p{c[3]}-d{c[4]}-g{c[5]}" for c in CONVS])
-def test_conv_and_gradients_match_torch(dev, case):
+def test_conv_and_gradients_match_torch(dev, case, route):
     xs, ws, stride, padding, dilation, groups = case
     nd = len(xs) - 2
     fe = getattr(ember.nn.functional, f"conv{nd}d")
@@ -80,7 +96,7 @@ def test_conv_and_gradients_match_torch(dev, case):
 @pytest.mark.parametrize("dev", DEVICES)
 @pytest.mark.parametrize("case", [((2, 6, 5, 5), (6, 4, 3, 3), 2, 1, 1, 1), ((2, 4, 4, 5), (4, 3, 1, 1), 2, 0, 1, 1),
                                   ((2, 4, 4, 4), (4, 2, 3, 3), 2, 1, 1, 2), ((1, 2, 5, 5), (2, 3, 2, 2), 1, 0, 2, 1)])
-def test_conv_transpose_matches_torch(dev, case):
+def test_conv_transpose_matches_torch(dev, case, route):
     """conv_transpose2d with output_padding (a negative crop: zeros appended) and groups: the gather kernel."""
     xs, ws, stride, padding, dilation, groups = case
     x, tx = _pair(xs, dev, seed=5)
@@ -97,7 +113,7 @@ def test_conv_transpose_matches_torch(dev, case):
 
 @pytest.mark.parametrize("dev", DEVICES)
 @pytest.mark.parametrize("dtype", ["float32", "float16"])
-def test_conv_low_precision_dtypes(dev, dtype):
+def test_conv_low_precision_dtypes(dev, dtype, route):
     nd = getattr(np, dtype)
     x, tx = _pair((2, 4, 6, 6), dev, nd, seed=7)
     w, tw = _pair((5, 4, 3, 3), dev, nd, seed=8)

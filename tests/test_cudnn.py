@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import torch
 
 import ember
 import ember.backends
@@ -80,10 +81,26 @@ def _cpu_reference(xs, ws, stride, padding, dilation, groups, gy=None):
     return x.detach().numpy(), w.detach().numpy(), g, y.detach().numpy(), x.grad.numpy(), w.grad.numpy()
 
 
+@pytest.fixture(params=["graph", "legacy"])
+def api(request):
+    """cuDNN's graph API (cached execution plans; the backend's route) or its long-standing calls."""
+    lib = cudnn._lib()
+    if lib is None:
+        pytest.skip("needs cuDNN")
+    if request.param == "graph" and not lib.graph:
+        pytest.skip("this cuDNN has no graph API")
+    old = lib.graph
+    lib.graph = request.param == "graph"
+    try:
+        yield request.param
+    finally:
+        lib.graph = old
+
+
 @gpu_cudnn
 @pytest.mark.parametrize("dtype,tol", [("float32", 1e-4), ("float64", 1e-10), ("float16", 2e-2), ("bfloat16", 8e-2)])
 @pytest.mark.parametrize("case", CASES, ids=[str(c[0]) + "-" + str(c[1]) for c in CASES])
-def test_cudnn_matches_the_cpu(case, dtype, tol):
+def test_cudnn_matches_the_cpu(case, dtype, tol, api):
     import cupy
     xs, ws, stride, padding, dilation, groups = case
     nd = len(xs) - 2
@@ -128,3 +145,28 @@ def test_conv_transpose_with_output_padding_and_benchmark_mode():
         flags.allow_tf32, flags.benchmark = saved
     assert got.shape == want.shape == (2, 8, 10, 10)
     np.testing.assert_allclose(cupy.asnumpy(got), want, rtol=1e-4, atol=1e-4)
+
+
+@gpu_cudnn
+def test_graph_api_pads_asymmetrically():
+    """padding='same' with an even kernel pads one more after than before: the graph API takes it (the
+    legacy descriptors pad symmetrically and decline), in all three directions."""
+    import cupy
+    if not cudnn._lib().graph:
+        pytest.skip("this cuDNN has no graph API")
+    rng = np.random.default_rng(6)
+    x = rng.standard_normal((2, 3, 9, 8))
+    w = rng.standard_normal((4, 3, 4, 2)) * 0.3
+    tx, tw = torch.tensor(x, requires_grad=True), torch.tensor(w, requires_grad=True)
+    ty = torch.nn.functional.conv2d(tx, tw, padding="same")
+    g = rng.standard_normal(tuple(ty.shape))
+    ty.backward(torch.tensor(g))
+    pads = ((1, 2), (0, 1))
+    cx, cw, cg = cupy.asarray(x), cupy.asarray(w), cupy.asarray(g)
+    y = cudnn.conv_forward(cx, cw, stride=(1, 1), padding=pads, dilation=(1, 1), groups=1)
+    dx = cudnn.conv_backward_data(cg, cw, stride=(1, 1), padding=pads, dilation=(1, 1), groups=1)
+    dw = cudnn.conv_backward_filter(cx, cg, kernel_size=(4, 2), stride=(1, 1), padding=pads, dilation=(1, 1),
+                                    groups=1)
+    for mine, want in ((y, ty), (dx, tx.grad), (dw, tw.grad)):
+        assert mine is not None
+        np.testing.assert_allclose(cupy.asnumpy(mine), want.detach().numpy(), rtol=1e-10, atol=1e-10)

@@ -25,7 +25,7 @@ import math
 import numpy as np
 
 from ..meta import conv_out_size
-from . import kernels
+from . import cudnn, kernels
 from ._util import LOW
 
 _out_size = conv_out_size
@@ -140,6 +140,12 @@ def build(xp, movement_ops: dict, linalg_ops: dict) -> dict:
         return xp.ascontiguousarray(y.reshape((O, N) + tuple(osz)).swapaxes(0, 1))
 
     def _conv(x, w, b=None, *, stride, padding, dilation, groups):
+        out = (cudnn.conv_forward(x, w, stride=stride, padding=padding, dilation=dilation, groups=groups)
+               if gpu and cudnn.routes(w.shape[2:]) else None)
+        if out is not None:
+            if b is not None:
+                out += b.reshape((1, -1) + (1,) * (out.ndim - 2))
+            return out
         N, C = x.shape[:2]
         O, Ci = w.shape[:2]
         kernel = w.shape[2:]
@@ -162,6 +168,11 @@ def build(xp, movement_ops: dict, linalg_ops: dict) -> dict:
         return out
 
     def _conv_weight(x, g, *, kernel_size, stride, padding, dilation, groups):
+        if gpu and cudnn.routes(kernel_size):
+            gw = cudnn.conv_backward_filter(x, g, kernel_size=kernel_size, stride=stride, padding=padding,
+                                            dilation=dilation, groups=groups)
+            if gw is not None:
+                return gw
         N, C = x.shape[:2]
         O = g.shape[1]
         G = groups
@@ -185,6 +196,12 @@ def build(xp, movement_ops: dict, linalg_ops: dict) -> dict:
         return gw
 
     def _conv_transpose(x, w, b=None, *, stride, padding, dilation, groups):
+        out = (cudnn.conv_backward_data(x, w, stride=stride, padding=padding, dilation=dilation, groups=groups)
+               if gpu and cudnn.routes(w.shape[2:]) else None)
+        if out is not None:
+            if b is not None:
+                out += b.reshape((1, -1) + (1,) * (out.ndim - 2))
+            return out
         N, C = x.shape[:2]
         G = groups
         Ci = C // G
@@ -240,7 +257,6 @@ def build(xp, movement_ops: dict, linalg_ops: dict) -> dict:
     def _conv_transpose_generic(x, w, G, Ci, Co, kernel, stride, padding, dilation, full):
         """GEMM, then col2im as one strided add per kernel offset into a zeroed buffer, then the crop."""
         N = x.shape[0]
-        nd = len(kernel)
         sp = tuple(x.shape[2:])
         K = math.prod(kernel)
         wdt = np.float32 if x.dtype in LOW else x.dtype

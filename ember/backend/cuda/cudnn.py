@@ -27,7 +27,9 @@ import os
 
 import numpy as np
 
-__all__ = ["available", "version", "conv_forward", "conv_backward_data", "conv_backward_filter", "CudnnError"]
+from . import cudnn_graph
+
+__all__ = ["available", "version", "routes", "conv_forward", "conv_backward_data", "conv_backward_filter", "CudnnError"]
 
 
 class CudnnError(RuntimeError):
@@ -103,6 +105,8 @@ class _Lib:
             getattr(lib, name).argtypes = args
             getattr(lib, name).restype = ctypes.c_int
         self.handles: dict = {}
+        # the graph API (cuDNN >= 8.x), whose cached execution plans cost far less host time per call
+        self.graph = cudnn_graph.bind(lib) and os.environ.get("EMBER_CUDNN_GRAPH", "1") != "0"
 
     def check(self, status: int, call: str) -> None:
         if status != 0:
@@ -157,12 +161,6 @@ def _ints(seq) -> ctypes.Array:
     return (ctypes.c_int * len(seq))(*[int(v) for v in seq])
 
 
-def _contig_strides(shape) -> list[int]:
-    out, acc = [], 1
-    for n in reversed(shape):
-        out.append(acc)
-        acc *= max(int(n), 1)
-    return out[::-1]
 
 
 class _Plan:
@@ -192,7 +190,8 @@ class _Plan:
         d = ctypes.c_void_p()
         L = self.lib.lib
         self.lib.check(L.cudnnCreateTensorDescriptor(ctypes.byref(d)), "cudnnCreateTensorDescriptor")
-        self.lib.check(L.cudnnSetTensorNdDescriptor(d, data, len(shape), _ints(shape), _ints(_contig_strides(shape))),
+        strides = _ints(cudnn_graph.contiguous_strides(shape))
+        self.lib.check(L.cudnnSetTensorNdDescriptor(d, data, len(shape), _ints(shape), strides),
                        "cudnnSetTensorNdDescriptor")
         return d
 
@@ -286,6 +285,24 @@ def _run(direction: str, key: tuple, build, ptrs: tuple, out_ptr: int, dtype: st
 
 # ---- the three convolutions, in the CUDA backend's op conventions -----------------------------------
 
+def routes(kernel) -> bool:
+    """Whether the CUDA backend sends a convolution with this kernel size to cuDNN: cuDNN is enabled and
+    loaded with its graph API (cached plans: a call costs little host time; the legacy calls cost more
+    than ember's GEMM path, so they are used only when called directly). ``EMBER_CUDNN_CONV=spatial``
+    keeps 1x1 kernels on ember's GEMMs, ``EMBER_CUDNN_CONV=0`` every kernel."""
+    if not _flags().enabled:
+        return False
+    lib = _lib()
+    if lib is None or not lib.graph:
+        return False
+    policy = _state.get("policy")
+    if policy is None:
+        policy = _state["policy"] = os.environ.get("EMBER_CUDNN_CONV", "all")
+    if policy == "all":
+        return True
+    return policy == "spatial" and any(k != 1 for k in kernel)
+
+
 def _usable(x, w, padding) -> str | None:
     """cuDNN's dtype name for this case, or None when the im2col path must take it."""
     if not _flags().enabled or _lib() is None:
@@ -321,11 +338,68 @@ def _as4d(shape, nd):
 
 
 def _geometry(nd, stride, padding, dilation):
-    pad = [lo for lo, _ in padding]
+    """(padding before, padding after, stride, dilation) as lists, with the unit height of 1-d cases."""
+    lo, hi = [a for a, _ in padding], [b for _, b in padding]
     stride, dilation = list(stride), list(dilation)
     if nd == 1:
-        pad, stride, dilation = [0] + pad, [1] + stride, [1] + dilation
-    return pad, stride, dilation
+        lo, hi, stride, dilation = [0] + lo, [0] + hi, [1] + stride, [1] + dilation
+    return lo, hi, stride, dilation
+
+
+def _graph(direction: str, dtype: str, shapes: dict, lo, hi, stride, dilation, ptrs: tuple, device: int, cupy) -> bool:
+    """Run one convolution through the graph API's cached execution plan (pointers in the roles x, w, y);
+    False when the library lacks that API or no engine takes the case (the legacy call is tried next)."""
+    lib = _lib()
+    if not lib.graph or min(lo + hi, default=0) < 0:
+        return False
+    flags = _flags()
+    align = cudnn_graph.alignment(*ptrs)
+    key = (direction, dtype, shapes["x"], shapes["w"], shapes["y"], tuple(lo), tuple(hi), tuple(stride),
+           tuple(dilation), align, flags.allow_tf32, flags.deterministic, flags.benchmark, device)
+    cache = _state.setdefault("graph_plans", {})
+    handle = lib.handle(device)
+    stream = ctypes.c_void_p(cupy.cuda.get_current_stream().ptr)
+    plan = cache.get(key, False)
+    if plan is False:
+        if len(cache) >= _MAX_PLANS:
+            for old in cache.values():
+                if old is not None:
+                    old.close()
+            cache.clear()
+        lib.lib.cudnnSetStream(handle, stream)
+        plans = cudnn_graph.build(lib, handle, direction, dtype, shapes, lo, hi, stride, dilation, align,
+                                  flags.allow_tf32, flags.deterministic, 8 if flags.benchmark else 1)
+        plan = _fastest(plans, handle, ptrs, cupy) if len(plans) > 1 else (plans[0] if plans else None)
+        cache[key] = plan
+    if plan is None:
+        return False
+    lib.lib.cudnnSetStream(handle, stream)
+    ws = cupy.empty(plan.workspace, np.uint8) if plan.workspace else None
+    plan.run(handle, ptrs, ws.data.ptr if ws is not None else 0)
+    return True
+
+
+def _fastest(plans: list, handle, ptrs: tuple, cupy):
+    """``benchmark = True``: time each candidate plan on the call's own buffers (the output is written
+    again by the real run) and keep the fastest; the others are destroyed."""
+    times = []
+    for plan in plans:
+        ws = cupy.empty(plan.workspace, np.uint8) if plan.workspace else None
+        wp = ws.data.ptr if ws is not None else 0
+        plan.run(handle, ptrs, wp)  # warm-up
+        start, end = cupy.cuda.Event(), cupy.cuda.Event()
+        start.record()
+        for _ in range(3):
+            plan.run(handle, ptrs, wp)
+        end.record()
+        end.synchronize()
+        times.append(cupy.cuda.get_elapsed_time(start, end))
+    best = plans[times.index(min(times))]
+    best.shared, plans[0].shared = plans[0].shared, best.shared  # what the plans were made from
+    for plan in plans:
+        if plan is not best:
+            plan.close()
+    return best
 
 
 def conv_forward(x, w, *, stride, padding, dilation, groups):
@@ -335,9 +409,10 @@ def conv_forward(x, w, *, stride, padding, dilation, groups):
     case with lo != hi falls back.
     """
     dtype = _usable(x, w, padding)
-    if dtype is None or any(lo != hi for lo, hi in padding):
+    if dtype is None:
         return None
     import cupy
+
     from ..meta import conv_out_size
     nd = x.ndim - 2
     osz = tuple(conv_out_size(n, lo, hi, k, s, d)
@@ -347,11 +422,16 @@ def conv_forward(x, w, *, stride, padding, dilation, groups):
     x = cupy.ascontiguousarray(x)
     w = cupy.ascontiguousarray(w)
     y = cupy.empty((x.shape[0], w.shape[0]) + osz, x.dtype)
-    pad, st, dil = _geometry(nd, stride, padding, dilation)
+    lo, hi, st, dil = _geometry(nd, stride, padding, dilation)
     xs, ws, ys = _as4d(x.shape, nd), _as4d(w.shape, nd), _as4d(y.shape, nd)
+    if _graph("fwd", dtype, {"x": xs, "w": ws, "y": ys}, lo, hi, st, dil, (x.data.ptr, w.data.ptr, y.data.ptr),
+              x.device.id, cupy):
+        return y
+    if lo != hi:  # the legacy descriptors pad symmetrically
+        return None
     math_type = _math(dtype)
-    key = ("fwd", dtype, xs, ws, tuple(pad), tuple(st), tuple(dil), groups, math_type, x.device.id)
-    ok = _run("fwd", key, lambda: _Plan(_lib(), dtype, xs, ws, ys, pad, st, dil, groups, math_type),
+    key = ("fwd", dtype, xs, ws, tuple(lo), tuple(st), tuple(dil), groups, math_type, x.device.id)
+    ok = _run("fwd", key, lambda: _Plan(_lib(), dtype, xs, ws, ys, lo, st, dil, groups, math_type),
               (x.data.ptr, w.data.ptr), y.data.ptr, dtype, x.device.id, cupy)
     return y if ok else None
 
@@ -366,8 +446,6 @@ def conv_backward_data(x, w, *, stride, padding, dilation, groups):
     dtype = _usable(x, w, padding)
     if dtype is None:
         return None
-    if any(not (0 <= lo - hi < s) for (lo, hi), s in zip(padding, stride)):
-        return None
     import cupy
     nd = x.ndim - 2
     out = tuple((n - 1) * s + d * (k - 1) + 1 - lo - hi
@@ -377,12 +455,19 @@ def conv_backward_data(x, w, *, stride, padding, dilation, groups):
     x = cupy.ascontiguousarray(x)
     w = cupy.ascontiguousarray(w)
     dx = cupy.empty((x.shape[0], groups * w.shape[1]) + out, x.dtype)
-    pad, st, dil = _geometry(nd, stride, padding, dilation)
-    # in cuDNN's terms: dy = x (the forward output), filter = w, dx = the result (the forward input)
+    lo, hi, st, dil = _geometry(nd, stride, padding, dilation)
+    # in cuDNN's terms: dy = x (the forward output), filter = w, dx = the result (the forward input); the
+    # forward convolution pads dx by (lo, hi), which is the crop of the transposed one
     dxs, ws, dys = _as4d(dx.shape, nd), _as4d(w.shape, nd), _as4d(x.shape, nd)
+    if _graph("data", dtype, {"x": dxs, "w": ws, "y": dys}, lo, hi, st, dil, (dx.data.ptr, w.data.ptr, x.data.ptr),
+              x.device.id, cupy):
+        return dx
+    # the legacy descriptors pad symmetrically: hi = lo - output_padding, with 0 <= output_padding < stride
+    if any(not (0 <= a - b < s) for a, b, s in zip(lo, hi, st)):
+        return None
     math_type = _math(dtype)
-    key = ("data", dtype, dxs, ws, dys, tuple(pad), tuple(st), tuple(dil), groups, math_type, x.device.id)
-    ok = _run("data", key, lambda: _Plan(_lib(), dtype, dxs, ws, dys, pad, st, dil, groups, math_type),
+    key = ("data", dtype, dxs, ws, dys, tuple(lo), tuple(st), tuple(dil), groups, math_type, x.device.id)
+    ok = _run("data", key, lambda: _Plan(_lib(), dtype, dxs, ws, dys, lo, st, dil, groups, math_type),
               (w.data.ptr, x.data.ptr), dx.data.ptr, dtype, x.device.id, cupy)
     return dx if ok else None
 
@@ -391,7 +476,7 @@ def conv_backward_filter(x, g, *, kernel_size, stride, padding, dilation, groups
     """The backend's ``conv_weight(x, g)``: the weight gradient (O, C/groups, *k) of a convolution of
     x (N, C, *sp) whose output gradient is g (N, O, *osz); None to fall back."""
     dtype = _usable(x, g, padding)
-    if dtype is None or any(lo != hi for lo, hi in padding):
+    if dtype is None:
         return None
     import cupy
     nd = x.ndim - 2
@@ -400,10 +485,15 @@ def conv_backward_filter(x, g, *, kernel_size, stride, padding, dilation, groups
     x = cupy.ascontiguousarray(x)
     g = cupy.ascontiguousarray(g)
     dw = cupy.empty((g.shape[1], x.shape[1] // groups) + tuple(kernel_size), x.dtype)
-    pad, st, dil = _geometry(nd, stride, padding, dilation)
+    lo, hi, st, dil = _geometry(nd, stride, padding, dilation)
     xs, ws, gs = _as4d(x.shape, nd), _as4d(dw.shape, nd), _as4d(g.shape, nd)
+    if _graph("filter", dtype, {"x": xs, "w": ws, "y": gs}, lo, hi, st, dil, (x.data.ptr, dw.data.ptr, g.data.ptr),
+              x.device.id, cupy):
+        return dw
+    if lo != hi:  # the legacy descriptors pad symmetrically
+        return None
     math_type = _math(dtype)
-    key = ("filter", dtype, xs, ws, gs, tuple(pad), tuple(st), tuple(dil), groups, math_type, x.device.id)
-    ok = _run("filter", key, lambda: _Plan(_lib(), dtype, xs, ws, gs, pad, st, dil, groups, math_type),
+    key = ("filter", dtype, xs, ws, gs, tuple(lo), tuple(st), tuple(dil), groups, math_type, x.device.id)
+    ok = _run("filter", key, lambda: _Plan(_lib(), dtype, xs, ws, gs, lo, st, dil, groups, math_type),
               (x.data.ptr, g.data.ptr), dw.data.ptr, dtype, x.device.id, cupy)
     return dw if ok else None
