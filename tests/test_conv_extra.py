@@ -324,3 +324,23 @@ def test_threaded_conv_in_forked_child():
 
 def _child_conv(q, x, w):
     q.put(F.conv2d(ember.tensor(x), ember.tensor(w), padding=1).numpy())
+
+
+def test_conv_geometry_cache_keeps_results_and_errors():
+    """A repeated call skips the geometry checks (cached by shapes, dtypes, devices and arguments): results
+    stay torch's, batched and unbatched calls of one weight don't mix, and a new bad argument still raises."""
+    rng = np.random.default_rng(11)
+    x = rng.standard_normal((2, 4, 7, 7)).astype(np.float32)
+    w = rng.standard_normal((6, 4, 3, 3)).astype(np.float32)
+    want = torch.nn.functional.conv2d(torch.tensor(x), torch.tensor(w), stride=2, padding=1).numpy()
+    for _ in range(3):
+        got = ember.nn.functional.conv2d(ember.tensor(x), ember.tensor(w), stride=2, padding=1)
+        np.testing.assert_allclose(got.numpy(), want, rtol=1e-5, atol=1e-5)
+    for _ in range(2):
+        one = ember.nn.functional.conv2d(ember.tensor(x[0]), ember.tensor(w), stride=2, padding=1)
+        assert tuple(one.shape) == want.shape[1:]
+        np.testing.assert_allclose(one.numpy(), want[0], rtol=1e-5, atol=1e-5)
+    with pytest.raises(RuntimeError, match="padding='same' is not supported for strided"):
+        ember.nn.functional.conv2d(ember.tensor(x), ember.tensor(w), stride=2, padding="same")
+    with pytest.raises(RuntimeError, match="expected input"):
+        ember.nn.functional.conv2d(ember.tensor(x[:, :3]), ember.tensor(w), stride=2, padding=1)
