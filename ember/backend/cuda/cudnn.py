@@ -27,6 +27,8 @@ import os
 
 import numpy as np
 
+from ..meta import conv_out_size
+from ..switches import cudnn as _switches
 from . import cudnn_graph
 
 __all__ = ["available", "version", "routes", "conv_forward", "conv_backward_data", "conv_backward_filter", "CudnnError"]
@@ -105,6 +107,7 @@ class _Lib:
             getattr(lib, name).argtypes = args
             getattr(lib, name).restype = ctypes.c_int
         self.handles: dict = {}
+        self.streams: dict = {}  # device -> the stream its handle was last set to
         # the graph API (cuDNN >= 8.x), whose cached execution plans cost far less host time per call
         self.graph = cudnn_graph.bind(lib) and os.environ.get("EMBER_CUDNN_GRAPH", "1") != "0"
 
@@ -153,8 +156,8 @@ def version() -> int | None:
 
 
 def _flags():
-    from ..switches import cudnn as flags
-    return flags
+    """ember.backends.cudnn's switches (read at every call: users flip them between calls)."""
+    return _switches
 
 
 def _ints(seq) -> ctypes.Array:
@@ -255,7 +258,9 @@ def _run(direction: str, key: tuple, build, ptrs: tuple, out_ptr: int, dtype: st
     lib = _lib()
     handle = lib.handle(device)
     L = lib.lib
-    L.cudnnSetStream(handle, ctypes.c_void_p(cupy.cuda.get_current_stream().ptr))
+    stream = cupy.cuda.get_current_stream().ptr
+    L.cudnnSetStream(handle, ctypes.c_void_p(stream))
+    lib.streams[device] = stream
     cache = _state.setdefault("plans", {})
     plan = cache.get(key)
     if plan is None:
@@ -315,13 +320,15 @@ def _usable(x, w, padding) -> str | None:
     return name
 
 
+_NAMES: dict = {}  # numpy dtype -> cuDNN's dtype name or None (numpy's dtype.name is slow to compute)
+
+
 def _dtype_name(dt) -> str | None:
-    dt = np.dtype(dt)
-    if dt.name in ("float32", "float64", "float16"):
-        return dt.name
-    if dt.name == "bfloat16":
-        return "bfloat16"
-    return None
+    got = _NAMES.get(dt, False)
+    if got is False:
+        name = np.dtype(dt).name
+        got = _NAMES[dt] = name if name in _DATA else None
+    return got
 
 
 def _math(dtype: str) -> int:
@@ -367,13 +374,16 @@ def _graph(direction: str, dtype: str, shapes: dict, lo, hi, stride, dilation, p
                     old.close()
             cache.clear()
         lib.lib.cudnnSetStream(handle, stream)
+        lib.streams[device] = stream.value
         plans = cudnn_graph.build(lib, handle, direction, dtype, shapes, lo, hi, stride, dilation, align,
                                   flags.allow_tf32, flags.deterministic, 8 if flags.benchmark else 1)
         plan = _fastest(plans, handle, ptrs, cupy) if len(plans) > 1 else (plans[0] if plans else None)
         cache[key] = plan
     if plan is None:
         return False
-    lib.lib.cudnnSetStream(handle, stream)
+    if lib.streams.get(device) != stream.value:  # the handle follows CuPy's current stream
+        lib.lib.cudnnSetStream(handle, stream)
+        lib.streams[device] = stream.value
     ws = cupy.empty(plan.workspace, np.uint8) if plan.workspace else None
     plan.run(handle, ptrs, ws.data.ptr if ws is not None else 0)
     return True

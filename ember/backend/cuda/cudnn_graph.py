@@ -114,14 +114,21 @@ class GraphPlan:
     Made by :func:`build`; ``run(handle, (x_ptr, w_ptr, y_ptr), workspace_ptr)`` executes it.
     """
 
-    __slots__ = ("owner", "plan", "workspace", "ids", "ptrs", "shared")
+    __slots__ = ("owner", "plan", "workspace", "shared", "_ids", "_ptrs", "_ptrs_arg", "_ids_arg", "_ws",
+                 "_ws_arg", "_vp", "_vp_arg")
 
     def __init__(self, owner, plan, workspace: int):
         self.owner, self.plan, self.workspace = owner, plan, workspace
         # the graph, engine configurations and tensors the plan was made from, kept as long as it lives
         self.shared: list = []
-        self.ids = (_i64 * 3)(_IDS["x"], _IDS["w"], _IDS["y"])
-        self.ptrs = (_vp * 3)()
+        # the variant pack's attribute arrays, allocated once: a call only writes the pointers into them
+        self._ids = (_i64 * 3)(_IDS["x"], _IDS["w"], _IDS["y"])
+        self._ptrs = (_vp * 3)()
+        self._ids_arg, self._ptrs_arg = ctypes.cast(self._ids, _vp), ctypes.cast(self._ptrs, _vp)
+        self._ws = _vp()
+        self._ws_arg = ctypes.byref(self._ws)
+        self._vp = _vp()
+        self._vp_arg = ctypes.byref(self._vp)
 
     def close(self) -> None:
         """Destroy the plan and what it was made from (when the plan cache drops it)."""
@@ -135,21 +142,24 @@ class GraphPlan:
     def run(self, handle, pointers: tuple, workspace_ptr: int) -> None:
         """Execute on device pointers of the roles (x, w, y) of the plan's direction."""
         L = self.owner.lib
-        ptrs = self.ptrs
+        ptrs = self._ptrs
         ptrs[0], ptrs[1], ptrs[2] = pointers
-        vp = _vp()
-        check = self.owner.check
-        check(L.cudnnBackendCreateDescriptor(_VARIANT, ctypes.byref(vp)), "cudnnBackendCreateDescriptor")
+        self._ws.value = workspace_ptr
+        status = L.cudnnBackendCreateDescriptor(_VARIANT, self._vp_arg)
+        if status:
+            self.owner.check(status, "cudnnBackendCreateDescriptor(variant pack)")
+        vp = self._vp
         try:
-            ws = _vp(workspace_ptr)
-            check(L.cudnnBackendSetAttribute(vp, _VP_IDS, _T_INT64, 3, ctypes.cast(self.ids, _vp)),
-                  "cudnnBackendSetAttribute(variant ids)")
-            check(L.cudnnBackendSetAttribute(vp, _VP_PTRS, _T_PTR, 3, ctypes.cast(ptrs, _vp)),
-                  "cudnnBackendSetAttribute(variant pointers)")
-            check(L.cudnnBackendSetAttribute(vp, _VP_WORKSPACE, _T_PTR, 1, ctypes.byref(ws)),
-                  "cudnnBackendSetAttribute(variant workspace)")
-            check(L.cudnnBackendFinalize(vp), "cudnnBackendFinalize(variant pack)")
-            check(L.cudnnBackendExecute(handle, self.plan, vp), "cudnnBackendExecute")
+            # statuses are checked together: each check is a Python call, and this runs per convolution
+            status = (L.cudnnBackendSetAttribute(vp, _VP_IDS, _T_INT64, 3, self._ids_arg)
+                      or L.cudnnBackendSetAttribute(vp, _VP_PTRS, _T_PTR, 3, self._ptrs_arg)
+                      or L.cudnnBackendSetAttribute(vp, _VP_WORKSPACE, _T_PTR, 1, self._ws_arg)
+                      or L.cudnnBackendFinalize(vp))
+            if status:
+                self.owner.check(status, "cudnnBackendSetAttribute/Finalize(variant pack)")
+            status = L.cudnnBackendExecute(handle, self.plan, vp)
+            if status:
+                self.owner.check(status, "cudnnBackendExecute")
         finally:
             L.cudnnBackendDestroyDescriptor(vp)
 
