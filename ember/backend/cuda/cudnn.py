@@ -423,7 +423,6 @@ def conv_forward(x, w, *, stride, padding, dilation, groups):
         return None
     import cupy
 
-    from ..meta import conv_out_size
     nd = x.ndim - 2
     osz = tuple(conv_out_size(n, lo, hi, k, s, d)
                 for n, (lo, hi), k, s, d in zip(x.shape[2:], padding, w.shape[2:], stride, dilation))
