@@ -69,6 +69,7 @@ from .autograd.grad_mode import (  # noqa: F401,E402
 from . import array_api  # noqa: E402,F401 - the Array API namespace; adds Tensor.__array_namespace__
 from . import optim; from .serialization import load, save  # noqa: E402,E702,F401 - ember.optim, ember.save/load
 from . import amp; from .amp import autocast, get_autocast_dtype, is_autocast_enabled  # noqa: E402,E702,F401 - mixed precision
+from ._compile import compile  # noqa: E402,F401 - ember.compile: capture a step once, replay it
 
 # Packages with heavier imports (worker processes, file formats, models, kernels) load on first use:
 # `ember.data.DataLoader` works after a plain `import ember`, which itself stays fast.

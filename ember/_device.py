@@ -25,6 +25,8 @@ _LAZY: dict[str, str] = {
     "wgpu": "ember.backend.wgpu:make_stack",
     "cpu:compiled": "ember.backend.cpuc:make_stack",
     "cpu:fused": "ember.backend.fusion:make_cpu_stack",
+    "cuda:fused": "ember.backend.fusion:make_cuda_stack",
+    "wgpu:fused": "ember.backend.fusion:make_wgpu_stack",
     "remote": "ember.remote.client:make_stack",
 }
 _CACHE: dict[str, Device] = {}

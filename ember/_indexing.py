@@ -18,7 +18,7 @@ from ._elementwise import _write, assign_, cast, tracks_grad
 from ._errors import IndexOutOfRange
 from ._shape import broadcast_shapes, norm_dim
 from ._tensor import Tensor, method, run, same_device, wrap
-from .backend.capture import capturing
+from .backend.capture import capturing_on
 
 _EMPTY: dict = {}
 _INT_INDEX = (dt.int64, dt.int32)
@@ -41,9 +41,9 @@ def _check_range(idx: Tensor, n: int, dim: int, op: str, *, negative: bool = Tru
     idx = cast(idx, dt.int64)
     if idx.numel() == 0:
         return idx
-    if idx._device.type == "cuda" and capturing():
-        # nothing can be read back while a CUDA graph is captured: no range check (as PyTorch's CUDA
-        # kernels without device asserts); negatives are wrapped unconditionally
+    if capturing_on(idx._device):
+        # nothing can be read back during a capture (CUDA graph, ember.compile): no range check (as
+        # PyTorch's CUDA kernels without device asserts); negatives are wrapped unconditionally
         return _wrap_negative(idx, n) if negative else idx
     b = idx._device.backend
     # one read for both bounds: each read is a round trip on remote and GPU backends

@@ -17,7 +17,7 @@ os.environ.setdefault("XDG_RUNTIME_DIR", tempfile.gettempdir())
 def available_devices() -> list[str]:
     """Device strings of every backend usable on this machine (more appear as backends land)."""
     devices = ["cpu"]
-    for spec in ("cpu:compiled", "cpu:fused", "wgpu", "cuda"):
+    for spec in ("cpu:compiled", "cpu:fused", "wgpu", "wgpu:fused", "cuda", "cuda:fused"):
         try:
             ember.device(spec)
         except Exception:

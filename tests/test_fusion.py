@@ -22,18 +22,22 @@ except Exception:  # noqa: BLE001
 DEV = "cpu:fused"
 
 
-def _fusion() -> Fusion:
-    be = ember.device(DEV).backend
+def _fusion(device=DEV) -> Fusion:
+    be = ember.device(device).backend
     while not isinstance(be, Fusion):
         be = be.inner
     return be
 
 
 class Launches:
-    """Counts what a block of code launches: fused kernels plus ops run on the inner backend."""
+    """Counts what a block of code launches on ``device`` (a fused one): fused kernels plus ops run
+    on the inner backend."""
+
+    def __init__(self, device=DEV):
+        self.device = device
 
     def __enter__(self):
-        self.fu = _fusion()
+        self.fu = _fusion(self.device)
         self.fu.flush()
         self.start = dict(self.fu.stats)
         return self

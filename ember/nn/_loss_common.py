@@ -7,7 +7,7 @@ import warnings
 
 from .. import _dtype as dt
 from .._tensor import Tensor
-from ..backend.capture import capturing
+from ..backend.capture import capturing_on
 from ._activation import check_tensor
 
 __all__ = ["check_tensor", "legacy_reduction", "check_reduction", "reduce_loss", "warn_size", "float_dtype",
@@ -61,10 +61,10 @@ def float_dtype(op: str, d: dt.dtype) -> dt.dtype:
 
 def first_bad(bad: Tensor, values: Tensor):
     """The first of ``values`` where ``bad`` holds, or None (a sync point: PyTorch checks these
-    data-dependent conditions in its kernels and raises, so ember does too). Inside a CUDA graph
-    capture nothing can be read back, so the check is skipped there, as on PyTorch's CUDA kernels
-    without device asserts."""
-    if bad.numel() == 0 or (bad._device.type == "cuda" and capturing()) or not bool(bad.any()):
+    data-dependent conditions in its kernels and raises, so ember does too). Inside a capture (a CUDA
+    graph, ember.compile) nothing can be read back, so the check is skipped there, as on PyTorch's
+    CUDA kernels without device asserts."""
+    if bad.numel() == 0 or capturing_on(bad._device) or not bool(bad.any()):
         return None
     return values.reshape(-1)[int(bad.reshape(-1).nonzero()[0, 0])].item()
 

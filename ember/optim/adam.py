@@ -13,6 +13,7 @@ import math
 
 from .. import _creation as cr
 from .._elementwise import maximum
+from ..backend.capture import capturing
 from .optimizer import Optimizer, check_common, grads_of, no_grad, scalar, step_count, step_tensor
 
 __all__ = ["Adam", "AdamW"]
@@ -27,7 +28,13 @@ class Adam(Optimizer):
         p -= lr / (1 - beta1^t) * m / (sqrt(v̂) / sqrt(1 - beta2^t) + eps)
 
     State per parameter: ``step``, ``exp_avg``, ``exp_avg_sq`` (and ``max_exp_avg_sq``).
+
+    Inside a capture (``ember.compile``, a CUDA graph) the step count stays in its tensor and the bias
+    corrections are computed from it with tensor ops (PyTorch's ``capturable`` formulation), so each
+    replay advances it; eager steps read it as a Python number, as before.
     """
+
+    _replay_safe = True  # see optimizer._capture_check
 
     def __init__(self, params, lr: float = 1e-3, betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
                  weight_decay: float = 0, amsgrad: bool = False, *, foreach=None, maximize: bool = False,
@@ -57,8 +64,12 @@ class Adam(Optimizer):
                 lr, wd, eps = scalar(group["lr"]), group["weight_decay"], group["eps"]
                 beta1, beta2 = (scalar(b) for b in group["betas"])
                 amsgrad, decoupled = group["amsgrad"], group.get("decoupled_weight_decay", False)
+                captured = capturing()
                 for p, g in grads_of(group):
                     state = self._init_state(p, amsgrad)
+                    if captured:
+                        self._captured_update(p, g, state, lr, wd, eps, beta1, beta2, amsgrad, decoupled)
+                        continue
                     t = step_count(state, p.device)
                     if wd != 0:
                         if decoupled:
@@ -76,6 +87,29 @@ class Adam(Optimizer):
                     denom = (v.sqrt() / math.sqrt(1 - beta2 ** t)).add_(eps)
                     p.add_(m / denom, alpha=-step_size)
         return loss
+
+    @staticmethod
+    def _captured_update(p, g, state, lr, wd, eps, beta1, beta2, amsgrad, decoupled) -> None:
+        """The update with the step count kept in its tensor: ``t`` and the bias corrections are tensors,
+        so a replay of the recorded work computes them for the replayed step."""
+        st = state["step"]
+        st.add_(1)
+        if wd != 0:
+            if decoupled:
+                p.mul_(1 - lr * wd)
+            else:
+                g = g.add(p, alpha=wd)
+        m, v = state["exp_avg"], state["exp_avg_sq"]
+        m.lerp_(g, 1 - beta1)
+        v.mul_(beta2).add_(g * g, alpha=1 - beta2)
+        if amsgrad:
+            vmax = state.setdefault("max_exp_avg_sq", cr.zeros_like(p))
+            vmax.copy_(maximum(vmax, v))
+            v = vmax
+        t = st.to(p.dtype)
+        step_size = (1 - beta1 ** t).reciprocal().mul_(lr)
+        denom = (v.sqrt() / (1 - beta2 ** t).sqrt()).add_(eps)
+        p.sub_(m / denom * step_size)
 
 
 class AdamW(Adam):

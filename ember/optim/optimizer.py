@@ -22,6 +22,7 @@ from typing import Any
 
 from .._tensor import Tensor
 from ..autograd.grad_mode import no_grad
+from ..backend.capture import capturing
 from ..nn.module import RemovableHandle  # the handle every register_*_hook returns
 
 __all__ = ["Optimizer", "required"]
@@ -50,6 +51,8 @@ def _with_hooks(step):
                 if not (isinstance(res, tuple) and len(res) == 2):
                     raise RuntimeError(f"optimizer step pre-hook must return None or (args, kwargs), got {res}")
                 args, kwargs = res
+        if capturing():
+            _capture_check(self)
         out = step(self, *args, **kwargs)
         self._opt_called = True  # lets a scheduler warn when it is stepped before the optimizer
         for hook in list(self._step_post_hooks.values()):
@@ -57,6 +60,21 @@ def _with_hooks(step):
         return out
     wrapper._ember_hooked = True
     return wrapper
+
+
+def _capture_check(opt) -> None:
+    """A step inside a capture (ember.compile, a CUDA graph): note the optimizer, whose options a replay
+    must still match, and give up an ember.compile capture when the step can't be replayed: an
+    optimizer without a replay-correct step (it reads its step count on the host), or an option held
+    in a tensor (read on the host)."""
+    from ..backend import capture
+    capture.note_optimizer(opt)
+    if not getattr(type(opt), "_replay_safe", False):
+        capture.taint(f"{type(opt).__name__}.step reads values on the host (only SGD, Adam and AdamW steps "
+                      "can be captured)")
+    elif any(isinstance(v, Tensor) or isinstance(v, (tuple, list)) and any(isinstance(x, Tensor) for x in v)
+             for g in opt.param_groups for k, v in g.items() if k != "params"):
+        capture.taint(f"{type(opt).__name__} has an option held in a tensor (read on the host each step)")
 
 
 def scalar(x) -> float:

@@ -21,7 +21,12 @@ class SGD(Optimizer):
     Per step, with g the gradient (negated when ``maximize``): ``g += weight_decay * p``; with
     momentum, ``buf = momentum * buf + (1 - dampening) * g`` (``buf = g`` on the first step) and
     ``g = g + momentum * buf`` (Nesterov) or ``g = buf``; then ``p -= lr * g``.
+
+    Its step can be captured by ``ember.compile`` (the options are Python numbers that a replay
+    checks: a changed ``lr`` captures again).
     """
+
+    _replay_safe = True  # see optimizer._capture_check
 
     def __init__(self, params, lr: float = 1e-3, momentum: float = 0, dampening: float = 0,
                  weight_decay: float = 0, nesterov: bool = False, *, maximize: bool = False, foreach=None,

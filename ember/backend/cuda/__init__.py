@@ -73,6 +73,7 @@ class Cuda:
             raise RuntimeError(f"CUDA device {index} does not exist: this machine has {n} CUDA device(s)")
         self.index = index
         self._device = cupy.cuda.Device(index)
+        self.cube_device = f"cuda:{index}"  # where Fusion's kernels run (ember/backend/fusion/target_cuda.py)
         self._setup(cupy, special, gpu=True)
 
     @classmethod

@@ -14,6 +14,9 @@ Semantics kept exact:
   them), earlier pending reads see the old one (the schedule orders them first, or snapshots);
 * ``storage()`` of a pending value is a token that stays its identity after it is materialised,
   so autograd's saved-tensor version checks keep working.
+
+While ``_tape`` is set (an ``ember.compile`` capture, see tape.py) every piece of work a flush or a
+sync runs is also appended to the tape, and host reads are refused (CaptureSyncError).
 """
 
 from __future__ import annotations
@@ -72,7 +75,9 @@ class Fusion:
         self.inner = inner
         self.name = f"fusion({inner.name})"
         self.device_type = inner.device_type
-        self.target = target_for(getattr(inner, "cube_device", "cpu"))
+        self.target = target_for(getattr(inner, "cube_device", "cpu"), inner)
+        self._types = self.target.types  # cube types the target fuses (None: every fusible one)
+        self._unfused = getattr(self.target, "unfused", frozenset())  # ops the target computes differently
         self._pending: list = []  # weakrefs to pending handles recorded since the last flush
         self._writes: dict = {}  # storage id -> (dst Buf, value node, dst array): the last pending write
         self._alias: dict = {}  # id(array) -> (weakref(array), token) for materialised pending results
@@ -84,6 +89,7 @@ class Fusion:
         self._plans: dict = {}
         self._serial = 0
         self._busy = 0  # > 0 while an op is being recorded (a flush then taints the new window)
+        self._tape = None  # an open ember.compile capture's Tape (tape.py): the work run is also recorded
         self._new_window(False)
 
     def _new_window(self, tainted: bool) -> None:
@@ -129,8 +135,9 @@ class Fusion:
             w = self._writes.get(buf.sid)
             if w is not None:  # a pending write replaced this storage's contents: read its value
                 dbuf, value, darr = w
-                if fh.arr.shape == darr.shape and fh.arr.__array_interface__["data"][0] == \
-                        darr.__array_interface__["data"][0] and fh.strides == contiguous_strides(fh.shape):
+                ptr = self.target.ptr
+                if fh.arr.shape == darr.shape and ptr(fh.arr) == ptr(darr) and \
+                        fh.strides == contiguous_strides(fh.shape):
                     return value
                 self.flush()  # a partial view of a pending write: run the write first
         return node
@@ -141,8 +148,8 @@ class Fusion:
         r = self.target.flat(arr, storage)
         if r is None:  # memory cube can't index (negative strides, foreign base): read a copy
             arr = self.target.copy(arr)
-            storage = arr
-            r = self.target.flat(arr, arr)
+            storage = self.inner.storage(arr)
+            r = self.target.flat(arr, storage)
         flat, strides, offset = r
         if strides is None:
             strides = contiguous_strides(fh.shape)
@@ -183,7 +190,12 @@ class Fusion:
         for x in inputs:
             c = x.__class__
             if c is FH:
-                d.append(x.idx if x.arr is None else -1 - self._register(x))
+                if x.arr is None:
+                    d.append(x.idx)
+                elif self._types is not None and self._ctype(x.dtype) is None:
+                    d.append(("u", x.shape, x.dtype))  # memory of a dtype the target doesn't fuse
+                else:
+                    d.append(-1 - self._register(x))
             elif c in _SCALARS or x is None:
                 d.append(c)
             else:
@@ -200,6 +212,13 @@ class Fusion:
         """Mark ``node`` as a single op on memory (run on the inner backend if alone at the flush)."""
         node.src = (op, inputs, attrs, len(self._srcs))
         self._srcs.append(node.src)
+
+    def _ctype(self, dtype) -> str | None:
+        """The cube type of ``dtype`` when this target fuses it, else None."""
+        t = ctype(dtype)
+        if t is not None and self._types is not None and t not in self._types:
+            return None
+        return t
 
     # ---- protocol --------------------------------------------------------------------------------
     def run(self, op: str, inputs: tuple, attrs: dict):
@@ -270,7 +289,13 @@ class Fusion:
             print(f"[ember.fusion] sync: {op} on the inner backend", file=sys.stderr, flush=True)
         vals = tuple([x.arr if x.__class__ is FH else x for x in inputs])
         self.stats["views" if op in _FREE else "inner_ops"] += 1
+        tape = self._tape
+        src = tape.random_source(op, attrs) if tape is not None and op in _RANDOM else None
         out = self.inner.run(op, vals, attrs)
+        if src is not None:  # replays draw fresh numbers from the generator, moving it as eager calls do
+            tape.random(src, self.inner.run, op, vals, attrs, out)
+        elif tape is not None:
+            self._tape_inner(op, vals, attrs, out)
         if out.__class__ is tuple:
             return tuple([self._wrap_out(o, inputs, vals) for o in out])
         return self._wrap_out(out, inputs, vals)
@@ -305,9 +330,27 @@ class Fusion:
         return self.inner.supports(op)
 
     def write(self, array):
+        tape = self._tape
+        if tape is not None:  # a constant made inside a capture: private memory, written again by replays
+            import numpy as np
+            host = np.array(array, copy=True)
+            arr = self.inner.write(np.array(host, copy=True))
+            tape.write(arr, host)
+            return self._wrap(arr)
         return self._wrap(self.inner.write(array))
 
+    def _tape_inner(self, op, vals, attrs, out) -> None:
+        """Record an op that ran on the inner backend; a result a replay can't redo stops the capture."""
+        try:
+            self._tape.inner(self.inner.run, op, vals, attrs, out)
+        except ValueError as e:
+            from ..capture import taint
+            taint(str(e))
+
     def read(self, h):
+        if self._tape is not None:
+            from ..capture import refuse
+            refuse("reading a tensor's values (.item(), .numpy(), .tolist(), print, bool(), control flow on a value)")
         if h.arr is None or self._writes:  # a pending write may target this memory
             self.flush()
             if h.arr is None:
@@ -362,6 +405,9 @@ class Fusion:
 
         def call(*args, **kwargs):
             self.flush()
+            if self._tape is not None:  # work the tape can't see: the capture stops, the call runs eagerly
+                from ..capture import taint
+                taint(f"the backend call {name!r} is not recorded by ember.compile")
             return attr(*[a.arr if a.__class__ is FH else a for a in args], **kwargs)
         return call
 
@@ -374,6 +420,13 @@ class Fusion:
 
     # ---- recording -------------------------------------------------------------------------------
     def _elementwise(self, op, inputs, attrs):
+        if op in self._unfused:
+            if op != "pow" or inputs[0].__class__ is not FH or inputs[1].__class__ not in (int, float) or \
+                    inputs[1] != 2:
+                return None
+            # x ** 2 is x * x exactly (the target's pow is not trusted): the exponent becomes structure
+            self._note(("pow", 2))
+            op, inputs = "mul", (inputs[0], inputs[0])
         hs = [x for x in inputs if x.__class__ is FH]
         if not hs or (attrs and op != "cast"):
             return None
@@ -394,6 +447,9 @@ class Fusion:
         if types is False:
             return None
         comp, out = types
+        if self._types is not None and (self._ctype(comp) is None or self._ctype(out) is None or
+                                        any(self._ctype(h.dtype) is None for h in hs)):
+            return None
         kids = []
         for k, x in enumerate(inputs):
             if x.__class__ is FH:
@@ -420,10 +476,10 @@ class Fusion:
 
     def _masked_fill(self, x, mask, value):
         """masked_fill(x, mask, value) is where(mask, value, x), the value cast to x's dtype."""
-        if x.__class__ is not FH or mask.__class__ is not FH or ctype(mask.dtype) != "bool_":
+        if x.__class__ is not FH or mask.__class__ is not FH or self._ctype(mask.dtype) != "bool_":
             return None
         if value.__class__ is FH:
-            if value.shape != () or ctype(value.dtype) is None:
+            if value.shape != () or self._ctype(value.dtype) is None:
                 return None
             if value.dtype != x.dtype:
                 value = self._elementwise("cast", (value,), {"dtype": x.dtype})
@@ -438,7 +494,7 @@ class Fusion:
         if x.__class__ is not FH:
             return None
         out = attrs.get("dtype") or x.dtype
-        it, ot = ctype(x.dtype), ctype(out)
+        it, ot = self._ctype(x.dtype), self._ctype(out)
         if it is None or ot is None or it == "bool_" and op in ("amax", "amin", "mean"):
             return None
         if op in ("mean", "var") and ot not in ("f32", "f64"):
@@ -509,7 +565,7 @@ class Fusion:
             return None
         if dst.arr is not None or dst.write is not None:
             return self._assign(dst, src)
-        if dst.view_of is not None or dst.viewed or ctype(dst.dtype) is None:
+        if dst.view_of is not None or dst.viewed or self._ctype(dst.dtype) is None:
             return None  # other handles read this pending memory through views: run it for real
         value = self._value_for(dst, src)
         if value is None:
@@ -523,7 +579,7 @@ class Fusion:
         """``src`` (a handle or a Python scalar) as an expression of ``dst``'s shape and dtype, or
         None when it can't be recorded (then the write runs on the inner backend)."""
         if src.__class__ is FH:
-            if ctype(src.dtype) is None:
+            if self._ctype(src.dtype) is None:
                 return None
             value = broadcast_to(self._leaf(src), dst.shape)
         elif src.__class__ in _SCALARS:
@@ -538,21 +594,19 @@ class Fusion:
         if dst.arr is None:  # a pending write: write its destination again
             dst = self._wrap(dst.write[1])
         arr = dst.arr
-        if ctype(dst.dtype) is not None and arr.flags.c_contiguous:
+        dt = self._ctype(dst.dtype)
+        if dt is not None and self.target.contiguous(arr):
             self._register(dst)
-        dt = ctype(dst.dtype)
-        if dt is None or not arr.flags.c_contiguous or not arr.flags.writeable:
-            return None
-        storage = self.inner.storage(arr)
-        if storage is not arr and not (storage.size == arr.size and storage.__array_interface__["data"][0] ==
-                                       arr.__array_interface__["data"][0]):
-            return None  # a write into part of a buffer: run it on the inner backend
+        if dt is None or not self.target.whole(arr, self.inner.storage(arr)):
+            return None  # a write into part of a buffer (or a dtype not fused): run it on the inner backend
         value = self._value_for(dst, src)
         if value is None:
             return None
         self._register(dst)
         dbuf = dst.buf
         self._writes[dbuf.sid] = (dbuf, value, arr)
+        if self._tape is not None:
+            self._tape.wrote(arr)
         fh = FH(dst.shape, dst.dtype, dst.strides, node=value, token=self._storage_of(arr))
         fh.write = (dbuf, arr)
         return self._track(fh)
@@ -560,6 +614,7 @@ class Fusion:
 
 _TYPES: dict = {}  # memo of ops.elementwise_types: (op, cast dtype, input dtypes or scalar types) -> answer
 _BOOL = None
+_RANDOM = frozenset({"rand", "randn", "randint", "bernoulli", "multinomial", "poisson", "randperm"})
 _RECORDABLE = ELEMENTWISE | REDUCTIONS | VIEWS | COVERED | {"contiguous", "masked_fill", "assign", "matmul"}
 
 

@@ -66,11 +66,30 @@ class Slot:
         self.slot, self.t, self.value = slot, t, value
 
 
+def bind_scalars(scalars: list, sizes: dict, geometry) -> list:
+    """A kernel's scalar arguments for one flush, in parameter order: a window scalar (``("val", slot,
+    value)``) as its Slot, a size the generator named in ``sizes`` ("n", "nb", ...), a load's element
+    offset (``("off", node)``), and anything else (dims, strides) from ``geometry(kind, spec)``."""
+    vals = []
+    for t, s in scalars:
+        kind = s[0]
+        if kind == "val":
+            vals.append(Slot(s[1], t, s[2]))
+        elif kind in sizes:
+            vals.append(sizes[kind])
+        elif kind == "off":
+            vals.append(s[1].attrs[1])
+        else:
+            vals.append(geometry(kind, s))
+    return vals
+
+
 class _Gen:
     """Shared bookkeeping: parameters, loads and node variables of one kernel."""
 
-    def __init__(self, ndim: int):
-        self.arrays: list = []  # (param name, cube type, Buf)
+    def __init__(self, ndim: int, style=None):
+        self.storage = getattr(style, "storage", None) or {}  # cube type -> the type arrays of it hold
+        self.arrays: list = []  # (param name, stored cube type, Buf)
         self.array_ix: dict = {}  # id(Buf) -> param name
         self.scalars: list = []  # (param name, cube type, value or ("geom", key))
         self.lines: list = []
@@ -83,14 +102,38 @@ class _Gen:
         name = self.array_ix.get(id(buf))
         if name is None:
             name = f"a{len(self.arrays)}"
-            self.arrays.append((name, t, buf))
+            self.arrays.append((name, self.storage.get(t, t), buf))
             self.array_ix[id(buf)] = name
         return name
+
+    def load(self, a: str, index: str, t: str) -> str:
+        """The expression loading element ``index`` of array ``a`` holding values of cube type ``t``."""
+        st = self.storage.get(t, t)
+        return f"{a}[{index}]" if st == t else stored_load(f"{a}[{index}]", t, st)
+
+    def store_value(self, v: str, t: str) -> tuple:
+        """(stored type, value expression) of a store of ``v`` (cube type ``t``)."""
+        st = self.storage.get(t, t)
+        return st, (v if st == t else stored_value(v, t, st))
 
     def scalar(self, t: str, value) -> str:
         name = f"s{len(self.scalars)}"
         self.scalars.append((name, t, value))
         return name
+
+
+def stored_load(expr: str, t: str, st: str) -> str:
+    """A value of type ``t`` from an array element of the type ``st`` it is stored as."""
+    if t == "bool_":
+        return f"({expr} != cube.{st}(0))"
+    return f"cube.{t}({expr})"
+
+
+def stored_value(v: str, t: str, st: str) -> str:
+    """A value of type ``t`` converted to the type ``st`` it is stored as (bools: 0 or 1)."""
+    if t == "bool_":
+        return f"cube.where({v}, cube.{st}(1), cube.{st}(0))"
+    return f"cube.{st}({v})"
 
 
 def _collapse(shape: tuple, accesses: list) -> tuple:
@@ -125,13 +168,14 @@ class Kernel:
         self.kern, self.source, self.block, self.bind = kern, source, block, bind
 
 
-def _grid_stride(body: list, nvb: str) -> list:
+def _grid_stride(body: list, nvb: str, barrier: bool = True) -> list:
     """Wrap a kernel body in a loop over virtual blocks ``bx``, so a launch may use fewer blocks than
     the work has (the target picks the grid: one block for small work on the CPU, where waking
     threads costs more than it saves). The barrier makes the loop a block-level one, with the
-    threads (SIMD lanes on the C target) inside each iteration."""
-    return [f"    for bx in range(cube.block_idx.x, {nvb}, cube.grid_dim.x):"] + ["    " + b for b in body] + [
-        "        cube.sync_threads()"]
+    threads (SIMD lanes on the C target) inside each iteration. GPU kernels that share nothing
+    between threads need no barrier (``barrier=False``)."""
+    return [f"    for bx in range(cube.block_idx.x, {nvb}, cube.grid_dim.x):"] + ["    " + b for b in body] + (
+        ["        cube.sync_threads()"] if barrier else [])
 
 
 def _emit_tree(g: _Gen, node, load_expr, indent: str) -> str:
@@ -168,8 +212,9 @@ def _emit_tree(g: _Gen, node, load_expr, indent: str) -> str:
     return g.names[id(node)]
 
 
-def elementwise(shape: tuple, outputs: list) -> Kernel:
-    """A kernel computing ``outputs`` = [(Buf to write, value tree of ``shape``)], all contiguous."""
+def elementwise(shape: tuple, outputs: list, style=None) -> Kernel:
+    """A kernel computing ``outputs`` = [(Buf to write, value tree of ``shape``)], all contiguous.
+    ``style``: the target's generator options (target.py; None: the CPU's)."""
     GENERATED[0] += 1
     from .graph import loads as tree_loads
     # every load's strides over shape (plus the outputs' contiguous strides) decide the collapse
@@ -179,7 +224,13 @@ def elementwise(shape: tuple, outputs: list) -> Kernel:
     r = len(cshape)
     inner = cshape[-1] if r else 1
     outer = cshape[:-1]
-    g = _Gen(r)
+    gpu = bool(getattr(style, "row_block", 0))
+    if gpu and getattr(style, "vec4", False):
+        from .gpugen import elementwise_vec4
+        k = elementwise_vec4(shape, outputs, style, loads, groups, cshape)
+        if k is not None:
+            return k
+    g = _Gen(r, style)
     ind = "        "
     geom = []  # how to compute the runtime geometry arguments: filled as scalars
     # geometry scalars come first: inner size, blocks per row, outer dims
@@ -223,7 +274,7 @@ def elementwise(shape: tuple, outputs: list) -> Kernel:
         # a load the same for every lane (a per-channel statistic) is made before the branch on the
         # chunk: its address is valid for the whole row, and GCC can't vectorise a loop holding a
         # masked load of one address (the batch norm kernel then ran scalar, 20 ns an element)
-        (uniform if cls == "b" else g.lines).append(f"{ind}{v} = {a}[{' + '.join(terms)}]")
+        (uniform if cls == "b" else g.lines).append(f"{ind}{v} = {g.load(a, ' + '.join(terms), t)}")
         lcache[key] = v
         geom.append((n, st))
         return v
@@ -233,13 +284,15 @@ def elementwise(shape: tuple, outputs: list) -> Kernel:
     for k, ((buf, tree), v) in enumerate(zip(outputs, results)):
         name = f"o{k}"
         t = ctype(buf.dtype)
-        outs.append((name, t, buf))
         src_t = ctype(tree.dtype)
         val = cast(v, src_t, t) if src_t != t else v
+        st, val = g.store_value(val, t)
+        outs.append((name, st, buf))
         g.lines.append(f"{ind}{name}[{'row * s0 + j' if outer else 'j'}] = {val}")
     # a strided input (a transpose): walk the rows of one chunk before the next chunk, so the
     # cache lines a chunk's gathers touch are reused by the next rows, not evicted by the row
-    chunk_major = bool(outer) and "s" in strided
+    # (on the CPU: a GPU hides the latency with other warps instead)
+    chunk_major = bool(outer) and "s" in strided and not gpu
     nrows = g.scalar("i32", ("rows",)) if chunk_major else None
     nvb = g.scalar("i32", ("nvb",))
     params = [f"{n}: cube.Array[cube.{t}]" for n, t, _ in g.arrays]
@@ -260,7 +313,7 @@ def elementwise(shape: tuple, outputs: list) -> Kernel:
     body += ["    " + ln[8:] for ln in head + uniform]
     body += ["    if (jb + 1) * cube.block_dim.x <= s0:"] + g.lines
     body += ["    else:", "        if j < s0:"] + ["    " + ln for ln in g.lines]
-    body = _grid_stride(body, nvb)
+    body = _grid_stride(body, nvb, barrier=not gpu)
     src = f"def fused_ew({', '.join(params)}):\n" + "\n".join(body) + "\n"
     kern = compile_source(src, "fused_ew")
     arrays = [buf for _, _, buf in g.arrays] + [buf for _, _, buf in outs]
@@ -268,38 +321,27 @@ def elementwise(shape: tuple, outputs: list) -> Kernel:
     # a strided input: 16-lane chunks (measured best), so the pages its gathers touch stay in the
     # TLB while the next rows reuse them (256 lanes over a transpose span 128 pages: a miss a load)
     block = 16 if chunk_major else 32 if inner < 256 else 256
+    if gpu:  # whole warps; a row shorter than a block leaves lanes idle, so small rows take small blocks
+        block = 256 if inner >= 256 else 64 if inner > 32 else 32
 
     rows = math.prod(outer)
 
+    def geometry(kind, s):
+        if kind == "dim":
+            return outer[s[1]]
+        return _strides_in(groups, s[1].attrs[0])[s[2]]  # ("st", node, k)
+
     def bind():
         nb = -(-inner // block)
-        vals = []
-        for t, s in scalars:
-            kind = s[0]
-            if kind == "val":
-                vals.append(Slot(s[1], t, s[2]))
-            elif kind == "n":
-                vals.append(inner)
-            elif kind == "nb":
-                vals.append(nb)
-            elif kind == "nvb":
-                vals.append(nb * rows)
-            elif kind == "rows":
-                vals.append(rows)
-            elif kind == "dim":
-                vals.append(outer[s[1]])
-            elif kind == "off":
-                vals.append(s[1].attrs[1])
-            else:  # ("st", node, k)
-                vals.append(_strides_in(groups, s[1].attrs[0])[s[2]])
-        return (nb * rows if inner else 0), vals
+        sizes = {"n": inner, "nb": nb, "nvb": nb * rows, "rows": rows}
+        return (nb * rows if inner else 0), bind_scalars(scalars, sizes, geometry)
 
     return Kernel(kern, src, block, (arrays, bind, len(g.arrays)))
 
 
-def reduction(red, out_buf) -> Kernel:
+def reduction(red, out_buf, style=None) -> Kernel:
     """A kernel for the reduction node ``red`` (attrs: op, dims, keepdim) into ``out_buf``: one
     thread per output element, a serial loop over the reduced elements, the input tree inlined
     (a row kernel with no elementwise outputs, see rowgen.py)."""
     from .rowgen import rows
-    return rows([(red, out_buf, True)], [])
+    return rows([(red, out_buf, True)], [], style)

@@ -26,7 +26,6 @@ ember.Size([4, 2])
 from __future__ import annotations
 
 from ..._shape import contiguous_strides
-from .codegen import ctype
 from .graph import FH, Buf, N, Token, load, loads, push_view
 
 
@@ -37,7 +36,7 @@ def record(fu, a, b):
         return None
     if len(a.shape) != 2 or len(b.shape) != 2 or a.dtype != b.dtype or a.shape[1] != b.shape[0]:
         return None
-    if ctype(a.dtype) not in ("f32", "f64") or 0 in a.shape or 0 in b.shape:
+    if fu._ctype(a.dtype) not in ("f32", "f64") or 0 in a.shape or 0 in b.shape:
         return None
     la, lb = operand(fu, a), operand(fu, b)
     shape = (a.shape[0], b.shape[1])

@@ -20,23 +20,25 @@ from .codegen import (
     FLOAT_TYPES,
     GENERATED,
     Kernel,
-    Slot,
     _collapse,
     _emit_tree,
     _Gen,
     _grid_stride,
     _strides_in,
+    bind_scalars,
     cast,
     compile_source,
     ctype,
 )
 
 
-def rows(reds: list, outputs: list) -> Kernel:
+def rows(reds: list, outputs: list, style=None) -> Kernel:
     """A row kernel. ``reds``: [(reduction node, its Buf, whether to write it)] in dependency order, all
     over the same input shape and dims; ``outputs``: [(Buf, tree)] of that input shape, whose
     loads of the reductions' Bufs read them broadcast over the reduced dims (the scheduler checks
-    it). Loads of a reduction's Buf anywhere in the kernel become the thread's register."""
+    it). Loads of a reduction's Buf anywhere in the kernel become the thread's register.
+    ``style``: the target's generator options (target.py); a GPU target (``row_block``) gets a
+    block per row, or per 32 rows when the outputs are adjacent in memory (gpurows.py)."""
     GENERATED[0] += 1
     first = reds[0][0]
     dims = first.attrs[1]
@@ -65,9 +67,15 @@ def rows(reds: list, outputs: list) -> Kernel:
     # the loops over the reduced elements run once per block with the threads inside each step, so
     # the lanes load neighbouring elements as one vector (a thread per row walks a strided column)
     nout = math.prod(kc)
-    column = not outputs and nout >= 64 and len(kc) == 1 and loads and all(
+    adjacent = nout >= 64 and len(kc) == 1 and loads and all(
         _strides_in(kgroups, tuple(ld.attrs[0][d] for d in order))[-1] in (0, 1) for ld in loads)
-    g = _Gen(0)
+    gpu = getattr(style, "row_block", 0)
+    if gpu:
+        from .gpurows import block_rows
+        return block_rows(reds, outputs, style, order, kgroups, kc, rgroups, rc, ost, rbufs, column=bool(adjacent))
+    column = not outputs and adjacent
+    acc64 = getattr(style, "acc64", True)
+    g = _Gen(0, style)
     ind = "            "
     g.scalar("i32", ("nout",))
     g.scalar("i32", ("nred",))
@@ -134,7 +142,7 @@ def rows(reds: list, outputs: list) -> Kernel:
         p = base((id(buf), kst_, n.attrs[1]), ("off", n), kst_, n)
         v = f"x{g.nv}"
         g.nv += 1
-        g.lines.append(f"{ind}{v} = {a}[{' + '.join([p] + offset_terms(rst_, n))}]")
+        g.lines.append(f"{ind}{v} = {g.load(a, ' + '.join([p] + offset_terms(rst_, n)), ctype(n.dtype))}")
         lcache[key] = v
         return v
 
@@ -152,7 +160,7 @@ def rows(reds: list, outputs: list) -> Kernel:
         op = red.attrs[0]
         tree = red.args[0]
         out_t = ctype(red.dtype)
-        acc_t = "f64" if out_t == "f32" and op in ("sum", "mean", "var") else out_t
+        acc_t = "f64" if out_t == "f32" and op in ("sum", "mean", "var") and acc64 else out_t
         acc = f"acc{i}"
         zero = "0.0" if acc_t in FLOAT_TYPES else "0"
         body.append(f"        {acc}: cube.{acc_t} = {zero}")
@@ -174,8 +182,9 @@ def rows(reds: list, outputs: list) -> Kernel:
             res = f"{acc} / cube.{acc_t}(cube.max(s1 - {g.scalar('i32', ('corr', i))}, 0))"
         body.append(f"        r{i} = {cast(res, acc_t, out_t)}")
         if write:
-            red_outs.append((f"rb{i}", out_t, buf))
-            body.append(f"        rb{i}[o] = r{i}")
+            st, val = g.store_value(f"r{i}", out_t)
+            red_outs.append((f"rb{i}", st, buf))
+            body.append(f"        rb{i}[o] = {val}")
     outs = []
     if outputs:
         g.names = {}
@@ -189,9 +198,10 @@ def rows(reds: list, outputs: list) -> Kernel:
         for k, ((buf, tree), v) in enumerate(zip(outputs, vals)):
             name = f"o{k}"
             t = ctype(buf.dtype)
-            outs.append((name, t, buf))
             src_t = ctype(tree.dtype)
-            lines.append(f"{ind}{name}[{oidx}] = {cast(v, src_t, t) if src_t != t else v}")
+            st, val = g.store_value(cast(v, src_t, t) if src_t != t else v, t)
+            outs.append((name, st, buf))
+            lines.append(f"{ind}{name}[{oidx}] = {val}")
         body += loop(lines)
     nvb = g.scalar("i32", ("nvb",))
     params = [f"{n}: cube.Array[cube.{t}]" for n, t, _ in g.arrays]
@@ -219,32 +229,23 @@ def rows(reds: list, outputs: list) -> Kernel:
         return _strides_in(kgroups if kind == "kst" else rgroups, pst)[k]
 
     def bind():
-        vals = []
-        for t, s in scalars:
-            kind = s[0]
-            if kind == "val":
-                vals.append(Slot(s[1], t, s[2]))
-            elif kind == "nout":
-                vals.append(nout)
-            elif kind == "nred":
-                vals.append(nred)
-            elif kind == "kdim":
-                vals.append(kc[s[1]])
-            elif kind == "rdim":
-                vals.append(rc[s[1]])
-            elif kind == "nvb":
-                vals.append(-(-nout // block))
-            elif kind == "corr":
-                vals.append(int(reds[s[1]][0].attrs[3]))
-            elif kind == "off":
-                vals.append(s[1].attrs[1])
-            elif kind == "zero":
-                vals.append(0)
-            else:  # ("kst" | "rst", node, k)
-                vals.append(geometry(s[1], kind, s[2]))
+        sizes = {"nout": nout, "nred": nred, "nvb": -(-nout // block), "zero": 0}
+        vals = bind_scalars(scalars, sizes, lambda kind, s: row_geometry(kind, s, kc, rc, reds, geometry))
         return (-(-nout // block) if nout else 0), vals
 
     return Kernel(kern, src, block, (arrays, bind, len(g.arrays)))
+
+
+def row_geometry(kind: str, s: tuple, kc, rc, reds, geometry):
+    """A row kernel's dims and strides at a flush: kept/reduced dim sizes, a variance's correction, and
+    (``("kst" | "rst", node, k)``) a load's stride over the kept or reduced dims."""
+    if kind == "kdim":
+        return kc[s[1]]
+    if kind == "rdim":
+        return rc[s[1]]
+    if kind == "corr":
+        return int(reds[s[1]][0].attrs[3])
+    return geometry(s[1], kind, s[2])
 
 
 def _columns(body: list, masked: bool, prefix: list) -> list:

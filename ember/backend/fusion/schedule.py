@@ -161,6 +161,9 @@ def _build(fu, writes: dict, live: list, serial: int) -> Plan:
         key = (t.level, "ew", t.buf.shape) if t.kind == "ew" else (t.level, t.kind, id(t))
         groups.setdefault(key, []).append(t)
     _row_fusion(groups, tasks)
+    limit = getattr(fu.target, "max_arrays", None)
+    if limit:
+        _split_wide(groups, limit)
     order = sorted(groups.values(), key=lambda g: (g[-1].level, any(t.write for t in g)))
     snaps = _hazards(order)
 
@@ -187,7 +190,9 @@ def _build(fu, writes: dict, live: list, serial: int) -> Plan:
         if s is None:
             s = snap_ix[src.sid] = plan.n_snap
             plan.n_snap += 1
-            plan.steps.append((_SNAP, s, ref(src)))
+            # first of all steps: the copy must hold the memory as the window saw it, before any write
+            # kernel of this flush ran (appending it here put it after writes ordered before its reader)
+            plan.steps.insert(0, (_SNAP, s, ref(src)))
         return (_SNAPREF, s)
 
     for g in order:
@@ -218,16 +223,16 @@ def _build(fu, writes: dict, live: list, serial: int) -> Plan:
             for t in g:
                 if t.kind == "ew" or id(t.buf) in live_ids:
                     alloc(t.buf)
-            kern = rowgen.rows(reds, [(t.buf, t.tree) for t in g if t.kind == "ew"])
+            kern = rowgen.rows(reds, [(t.buf, t.tree) for t in g if t.kind == "ew"], fu.target)
         elif g[0].kind == "red":
             t = g[0]
             alloc(t.buf)
-            kern = codegen.reduction(t.tree, t.buf)
+            kern = codegen.reduction(t.tree, t.buf, fu.target)
         else:
             for t in g:
                 if not t.write:
                     alloc(t.buf)
-            kern = codegen.elementwise(g[0].buf.shape, [(t.buf, t.tree) for t in g])
+            kern = codegen.elementwise(g[0].buf.shape, [(t.buf, t.tree) for t in g], fu.target)
         arrays, bind, n_in = kern.bind
         grid, scalars = bind()
         refs = [ref(b) for b in arrays]
@@ -314,6 +319,29 @@ def _row_fusion(groups: dict, tasks: list) -> None:
         groups[key] = reds + g
 
 
+def _split_wide(groups: dict, limit: int) -> None:
+    """Split elementwise groups whose kernel would bind more than ``limit`` arrays (WebGPU binds a
+    limited number of storage buffers per kernel; an optimizer step over many parameters of one
+    shape would otherwise be one kernel). The pieces are ordinary groups: hazards between them are
+    found like any others'."""
+    for key, g in list(groups.items()):
+        if key[1] != "ew" or len(g) < 2 or any(t.kind != "ew" for t in g):
+            continue
+        chunks, cur, bufs = [], [], set()
+        for t in g:
+            mine = {id(ld.args[0]) for ld in loads(t.tree)} | {("out", id(t.buf))}  # an output binds apart
+            if cur and len(bufs | mine) > limit:
+                chunks.append(cur)
+                cur, bufs = [], set()
+            cur.append(t)
+            bufs |= mine
+        chunks.append(cur)
+        if len(chunks) > 1:
+            del groups[key]
+            for i, c in enumerate(chunks):
+                groups[key + (i,)] = c
+
+
 def _row_readers_ok(r, readers, members: set, cand: dict, shape: tuple, dims: tuple) -> bool:
     for u in readers:
         if id(u) not in members and id(u) not in cand:
@@ -347,6 +375,7 @@ def _execute(fu, plan: Plan, live: list, leaves: list, scal: list, srcs: list) -
     target = fu.target
     dbg = _debug()
     launch = target.launch
+    tape = fu._tape  # an ember.compile capture: every piece of work is also recorded (tape.py)
     step = None
     try:
         for step in plan.steps:
@@ -360,6 +389,8 @@ def _execute(fu, plan: Plan, live: list, leaves: list, scal: list, srcs: list) -
                 for pos, slot, conv in fill:
                     vals[pos] = conv(scal[slot])
                 launch(kern, grid, block, arrs, vals)
+                if tape is not None:
+                    tape.kernel(target, kern, grid, block, arrs, vals)
                 fu.stats["kernels"] += 1
                 if dbg:
                     ms = (time.perf_counter() - t0) * 1e3
@@ -367,7 +398,9 @@ def _execute(fu, plan: Plan, live: list, leaves: list, scal: list, srcs: list) -
                           f"{info[2]}x{block}, {ms:.3f} ms ({info[3]})\n{info[4]}", file=sys.stderr, flush=True)
             elif kind == _ALLOC:
                 out = target.alloc(step[2], step[3])
-                own[step[1]] = (out, out.reshape(-1))
+                own[step[1]] = (out, target.new_flat(out))
+                if tape is not None:
+                    tape.alloc(out)
             elif kind == _INNER:
                 own[step[1]] = _run_inner(fu, srcs[step[2]], step[3])
             elif kind == _MM:
@@ -378,10 +411,15 @@ def _execute(fu, plan: Plan, live: list, leaves: list, scal: list, srcs: list) -
                 if into is not None and a.dtype == b.dtype:  # BLAS writes a pooled buffer (no page faults)
                     out = target.alloc(step[4], a.dtype)
                     into(a, b, out)
-                    own[step[1]] = (out, out.reshape(-1))
+                    if tape is not None:
+                        tape.alloc(out)
+                        tape.matmul(into, a, b, out)
+                    own[step[1]] = (out, target.new_flat(out))
                     fu.stats["inner_ops"] += 1
                 else:
                     own[step[1]] = _fresh(fu, fu.inner.run("matmul", (a, b), {}), step[4])
+                    if tape is not None:
+                        fu._tape_inner("matmul", (a, b), {}, own[step[1]][0])
                 if dbg:
                     print(f"[ember.fusion] matmul {a.shape} @ {b.shape} on the inner backend, operand strides "
                           f"{step[2][1][1]} and {step[3][1][1]}: {(time.perf_counter() - t0) * 1e3:.3f} ms",
@@ -389,7 +427,9 @@ def _execute(fu, plan: Plan, live: list, leaves: list, scal: list, srcs: list) -
             else:
                 c, i = step[2]
                 arr = leaves[i].arr if c == _LEAF else own[i][1] if c == _OWN else i.arr
-                snap[step[1]] = target.copy(arr)
+                snap[step[1]] = target.copy_flat(arr)
+                if tape is not None:
+                    tape.copy(snap[step[1]], arr)
     except Exception as e:  # noqa: BLE001 - re-raised, naming the op, with the window left consistent
         _abandon(live)
         raise _named(e, step, srcs) from e
@@ -406,6 +446,8 @@ def _execute(fu, plan: Plan, live: list, leaves: list, scal: list, srcs: list) -
         elif c == "v":
             base, op, attrs = fh.view_of
             fh.arr = inner.run(op, (base.arr,), attrs)
+            if tape is not None:
+                fu._tape_inner(op, (base.arr,), attrs, fh.arr)
         else:
             fh.arr = arr = act[1].out
             st = inner.storage(arr)
@@ -473,15 +515,18 @@ def _array(r, leaves, own, snap):
 def _run_inner(fu, src, shape) -> tuple:
     op, inputs, attrs, _ = src
     vals = tuple([x.arr if x.__class__ is FH else x for x in inputs])
-    return _fresh(fu, fu.inner.run(op, vals, attrs), shape)
+    r = _fresh(fu, fu.inner.run(op, vals, attrs), shape)
+    if fu._tape is not None:
+        fu._tape_inner(op, vals, attrs, r[0])
+    return r
 
 
 def _fresh(fu, out, shape) -> tuple:
     """(array, flat view) of an inner result, copied when it is not a fresh C-contiguous array."""
-    if tuple(fu.inner.strides(out)) != contiguous_strides(shape) or fu.inner.storage(out) is not out:
+    if tuple(fu.inner.strides(out)) != contiguous_strides(shape) or not fu.target.fresh(fu.inner, out):
         out = fu.inner.run("copy", (out,), {})  # results are promised C-contiguous and fresh
     fu.stats["inner_ops"] += 1
-    return out, fu.target.flat(out, out)[0]
+    return out, fu.target.new_flat(out)
 
 
 def _hazards(order: list) -> dict:

@@ -1,8 +1,22 @@
 """Where fused kernels run: the one place that knows the array type of a cube device.
 
 The inner backend names its cube device (``getattr(inner, "cube_device", "cpu")``): "cpu" means
-numpy arrays and cube's C target (OpenMP over blocks). A GPU target adds a class here with the
-same three methods for CuPy arrays or ``WgpuArray``; the engine above it does not change.
+numpy arrays and cube's C target (OpenMP over blocks); "cuda"/"cuda:N" CuPy arrays and cube's CUDA
+runtime (target_cuda.py); "wgpu" the Wgpu backend's storages and cube's WGSL (target_wgpu.py).
+Every target has the methods and attributes of :class:`CpuTarget`; the engine above does not change.
+
+What a target tells the kernel generators (codegen.py, rowgen.py):
+
+* ``types``: the cube types it fuses (None: all of float32/64, int32/64, bool);
+* ``storage``: cube types stored as another type (WGSL keeps bools in 32-bit words);
+* ``row_block``: 0 for one thread per row (the CPU form), else the most threads a block may have,
+  which asks for the GPU form: a block per row with a block-level reduction;
+* ``warp``: whether warp reductions exist (CUDA) or a shared-memory tree is used (WGSL);
+* ``acc64``: whether float32 sums may accumulate in float64 (WGSL has no float64);
+* ``vec4``: whether contiguous float32 elementwise kernels load and store 4 elements at a time;
+* ``unfused``: elementwise ops whose math on the target differs from the inner backend's at the
+  extremes (they run on the inner backend);
+* ``max_arrays``: the most arrays one kernel may bind (None: no limit; WebGPU's storage buffers).
 """
 
 from __future__ import annotations
@@ -18,6 +32,14 @@ class CpuTarget:
     """numpy arrays, launched through cube's C runtime."""
 
     device = "cpu"
+    types = None
+    storage: dict = {}
+    row_block = 0
+    warp = False
+    acc64 = True
+    vec4 = False
+    unfused = frozenset()
+    max_arrays = None
     POOL_MIN = 1 << 20  # bytes: smaller outputs come from numpy's allocator
     POOL_CAP = 1 << 30  # bytes of large buffers kept for reuse
 
@@ -118,7 +140,35 @@ class CpuTarget:
         fn(packer.pack(*vals, *scalars, grid, 1, 1))
 
     def copy(self, arr: np.ndarray) -> np.ndarray:
+        """A C-contiguous copy of a handle (memory a kernel can't index)."""
         return arr.copy()
+
+    def copy_flat(self, flat: np.ndarray) -> np.ndarray:
+        """A copy of a flat launch array (a snapshot taken before a flush's writes)."""
+        return flat.copy()
+
+    def new_flat(self, arr: np.ndarray) -> np.ndarray:
+        """The flat launch array of a handle that :meth:`alloc` (or a fresh inner result) made."""
+        return arr.reshape(-1)
+
+    def ptr(self, arr: np.ndarray):
+        """An identity of the memory a handle starts at (equal for two views of one address)."""
+        return arr.__array_interface__["data"][0]
+
+    def contiguous(self, arr: np.ndarray) -> bool:
+        return arr.flags.c_contiguous
+
+    def whole(self, arr: np.ndarray, storage) -> bool:
+        """Whether ``arr`` is a writable C-contiguous handle covering all of ``storage`` (a write into
+        it replaces the storage's contents: Fusion records it; a partial write syncs)."""
+        if not (arr.flags.c_contiguous and arr.flags.writeable):
+            return False
+        return storage is arr or (storage.size == arr.size and storage.__array_interface__["data"][0] ==
+                                  arr.__array_interface__["data"][0])
+
+    def fresh(self, inner, arr) -> bool:
+        """Whether an inner result is a C-contiguous array owning its storage (else it is copied)."""
+        return inner.storage(arr) is arr and arr.flags.c_contiguous
 
     def view(self, flat: np.ndarray, shape: tuple, strides: tuple, offset: int) -> np.ndarray:
         """The strided view of a flat array that a load reads (element strides and offset): the
@@ -159,11 +209,18 @@ class _Arg:
         self.handle = a
 
 
-def target_for(device: str):
-    """The target object for a cube device string."""
+def target_for(device: str, inner=None):
+    """The target object for a cube device string ("cpu", "cuda", "cuda:N", "wgpu") over ``inner``."""
     if device == "cpu":
         return CpuTarget()
-    raise NotImplementedError(f"Fusion has no target for cube device {device!r} yet (only 'cpu')")
+    kind, _, idx = device.partition(":")
+    if kind == "cuda":
+        from .target_cuda import CudaTarget
+        return CudaTarget(inner, int(idx) if idx else 0)
+    if kind == "wgpu":
+        from .target_wgpu import WgpuTarget
+        return WgpuTarget(inner)
+    raise NotImplementedError(f"Fusion has no target for cube device {device!r} (cpu, cuda, cuda:N, wgpu)")
 
 
 __all__ = ["CpuTarget", "target_for", "cube"]

@@ -55,6 +55,7 @@ class Wgpu:
 
     name = "wgpu"
     device_type = "wgpu"
+    cube_device = "wgpu"  # where Fusion's kernels run (ember/backend/fusion/target_wgpu.py)
 
     def __init__(self, index: int | None = None):
         self.index = index

@@ -240,6 +240,21 @@ class Runtime:
         if self._pending >= _BATCH:
             self.flush()
 
+    def dispatch(self, pipeline, group, groups: tuple, keep) -> None:
+        """Record a dispatch built elsewhere (Fusion's kernels, ember/backend/fusion/target_wgpu.py) into
+        the open batch, in order with this runtime's own launches; ``keep``: storages it uses."""
+        if self._encoder is None:
+            self._encoder = self.device.create_command_encoder()
+            self._pass = self._encoder.begin_compute_pass()
+        self._pass.set_pipeline(pipeline)
+        self._pass.set_bind_group(0, group)
+        self._pass.dispatch_workgroups(*groups)
+        self._keep.append(keep)
+        self.launches += 1
+        self._pending += 1
+        if self._pending >= _BATCH:
+            self.flush()
+
     def flush(self) -> None:
         """Submit the recorded launches."""
         if self._encoder is not None:
@@ -247,7 +262,8 @@ class Runtime:
             self._pass.end()
             self._pass = None
             # queue writes run before the commands submitted after them: the metadata is in place
-            self.device.queue.write_buffer(self._arena, 0, bytes(self._arena_data))
+            if self._arena_data:  # a batch of dispatch() calls only has no metadata
+                self.device.queue.write_buffer(self._arena, 0, bytes(self._arena_data))
             self._arena_data = bytearray()
             self.device.queue.submit([enc.finish()])
             self._pending = 0
