@@ -108,6 +108,8 @@ class Cuda:
         self._host_ops = frozenset(op for op in host_table if op not in self._ops and op in PRIMITIVES)
         self._supported = frozenset(self._ops) | self._host_ops
         self._switch = gpu and self.index != 0
+        if not self._switch:  # the per-op path: callers reach _run without the device-switch frame
+            self.run = self._run
 
     def _on_device(self):
         import contextlib

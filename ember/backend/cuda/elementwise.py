@@ -41,12 +41,16 @@ def build(xp, special) -> dict:
             return _keep(uf(x, y), x, y)
         return run
 
+    _bool = np.dtype(np.bool_)
+
     def _keep(r, x, y):
         """Python scalars are weak: the result keeps the tensor operand's dtype."""
-        ref = x if hasattr(x, "dtype") else y
-        if r.dtype != ref.dtype and r.dtype != np.bool_:
-            return r.astype(ref.dtype)
-        return r
+        want = x.dtype if hasattr(x, "dtype") else y.dtype
+        got = r.dtype
+        # identity first: dtype objects are shared, and this runs on every binary op (per-op overhead)
+        if got is want or got is _bool or got == want or got == _bool:
+            return r
+        return r.astype(want)
 
     def _b(uf):
         def run(x, y):
