@@ -373,14 +373,19 @@ _RELU_BWD = ("T y, T g", "T o", "o = (y <= (T)0) ? (T)0 : g;", "ember_relu_backw
 _RUNNING = ("U v, float64 keep, float64 take", "T s", "s = (T)(keep * (double)s + take * (double)v);",
             "ember_running_update")
 
+# the logistic function in one pass, with the frontend's formula (exp of -|x| never overflows; the two
+# branches meet at 0) in the array's own float type, so it matches the ufunc composition bit for bit
+_SIGMOID = ("T x", "T y", "T e = exp(-fabs(x)); y = (x >= (T)0) ? (T)1 / ((T)1 + e) : e / ((T)1 + e);",
+            "ember_sigmoid")
+
 _SPECS = {"col2im2d": _COL2IM_2D, "maxpool2d": _MAXPOOL_2D, "maxpool_backward": _MAXPOOL_BWD,
-          "relu_backward": _RELU_BWD, "running_update": _RUNNING}
+          "relu_backward": _RELU_BWD, "running_update": _RUNNING, "sigmoid": _SIGMOID}
 _elementwise: dict = {}
 
 
 def elementwise(which: str, acc: str = "float"):
     """The CuPy ElementwiseKernel ``which`` ('col2im2d' with accumulator type ``acc``, 'maxpool2d',
-    'maxpool_backward', 'relu_backward', 'running_update'), built on first use; None when it cannot be
+    'maxpool_backward', 'relu_backward', 'running_update', 'sigmoid'), built on first use; None when it cannot be
     built (the caller falls back)."""
     key = (which, acc)
     if key not in _elementwise:
