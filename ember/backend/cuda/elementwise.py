@@ -100,7 +100,10 @@ def build(xp, special) -> dict:
         if xp is not np and x.dtype in (np.float32, np.float64):
             kern = kernels.elementwise("sigmoid")
             if kern is not None:  # one pass instead of nine ufunc launches (each a full read and write)
-                return kern(x)
+                try:
+                    return kern(x)
+                except xp.cuda.compiler.CompileException as e:  # compiled at first call: keep the ufunc path
+                    kernels.unavailable("sigmoid", e)
         e = xp.exp(-xp.abs(x))  # never overflows; the two branches join at x = 0
         return xp.where(x >= 0, 1.0 / (1.0 + e), e / (1.0 + e)).astype(x.dtype)
 

@@ -398,6 +398,15 @@ def elementwise(which: str, acc: str = "float"):
     return _elementwise[key]
 
 
+def unavailable(which: str, error: Exception, acc: str = "float") -> None:
+    """Mark an ElementwiseKernel that failed to compile at its first call: later calls take the
+    caller's fallback, and the failure is reported once."""
+    import warnings
+    _elementwise[(which, acc)] = None
+    warnings.warn(f"ember's CUDA kernel {which} could not be built, using the slower path: {error}",
+                  RuntimeWarning, stacklevel=3)
+
+
 # ---- batched GEMM straight through cuBLAS ------------------------------------------------------------------
 # CuPy's matmul of stacked operands copies non-contiguous ones, builds pointer arrays for broadcast ones (three
 # extra launches) and ignores the TF32 compute type; convolutions need neither, so they call
