@@ -71,29 +71,16 @@ class Adam(Optimizer):
                         self._captured_update(p, g, state, lr, wd, eps, beta1, beta2, amsgrad, decoupled)
                         continue
                     t = step_count(state, p.device)
-                    if wd != 0:
-                        if decoupled:
-                            p.mul_(1 - lr * wd)
-                        else:
-                            g = g.add(p, alpha=wd)
-                    m, v = state["exp_avg"], state["exp_avg_sq"]
-                    m.lerp_(g, 1 - beta1)
-                    v.mul_(beta2).add_(g * g, alpha=1 - beta2)
-                    if amsgrad:
-                        vmax = state.setdefault("max_exp_avg_sq", cr.zeros_like(p))
-                        vmax.copy_(maximum(vmax, v))
-                        v = vmax
+                    m, v = self._moments(p, g, state, lr, wd, beta1, beta2, amsgrad, decoupled)
                     step_size = lr / (1 - beta1 ** t)
                     denom = (v.sqrt() / math.sqrt(1 - beta2 ** t)).add_(eps)
                     p.add_(m / denom, alpha=-step_size)
         return loss
 
     @staticmethod
-    def _captured_update(p, g, state, lr, wd, eps, beta1, beta2, amsgrad, decoupled) -> None:
-        """The update with the step count kept in its tensor: ``t`` and the bias corrections are tensors,
-        so a replay of the recorded work computes them for the replayed step."""
-        st = state["step"]
-        st.add_(1)
+    def _moments(p, g, state, lr, wd, beta1, beta2, amsgrad, decoupled):
+        """Weight decay (decoupled: on p; else into g), then the moment estimates updated in place:
+        (m, v), v being the running maximum under amsgrad."""
         if wd != 0:
             if decoupled:
                 p.mul_(1 - lr * wd)
@@ -106,6 +93,15 @@ class Adam(Optimizer):
             vmax = state.setdefault("max_exp_avg_sq", cr.zeros_like(p))
             vmax.copy_(maximum(vmax, v))
             v = vmax
+        return m, v
+
+    @staticmethod
+    def _captured_update(p, g, state, lr, wd, eps, beta1, beta2, amsgrad, decoupled) -> None:
+        """The update with the step count kept in its tensor: ``t`` and the bias corrections are tensors,
+        so a replay of the recorded work computes them for the replayed step."""
+        st = state["step"]
+        st.add_(1)
+        m, v = Adam._moments(p, g, state, lr, wd, beta1, beta2, amsgrad, decoupled)
         t = st.to(p.dtype)
         step_size = (1 - beta1 ** t).reciprocal().mul_(lr)
         denom = (v.sqrt() / (1 - beta2 ** t).sqrt()).add_(eps)
