@@ -31,7 +31,7 @@ from .codegen import (
     compile_source,
     ctype,
 )
-from .rowgen import row_geometry
+from .rowgen import row_addressing, row_geometry
 
 MAX_PER = 16  # elements a thread keeps in registers per cached load
 
@@ -92,27 +92,10 @@ def block_rows(reds: list, outputs: list, style, order: list, kgroups: list, kc:
         return [f"        for k in range({start}, s1, {stride}):"] + test + rhead + lines
 
     pre: list = []
-    pcache: dict = {}
+    base, offset_terms = row_addressing(g, pre)
     lcache: dict = {}
     filled: dict = {}  # load key -> register array holding the row's elements (after its first loop)
     fresh: dict = {}  # loads first made in the current loop
-
-    def base(key, off, kst_, node) -> str:
-        p = pcache.get(key)
-        if p is None:
-            p = pcache[key] = f"p{len(pcache)}"
-            terms = [g.scalar("i32", off)]
-            for k, s in enumerate(kst_):
-                if s == 1:
-                    terms.append(f"c{k}")
-                elif s != 0:
-                    terms.append(f"c{k} * {g.scalar('i32', ('kst', node, k))}")
-            pre.append(f"        {p} = {' + '.join(terms)}")
-        return p
-
-    def offset_terms(rst_, node) -> list:
-        return [f"e{k}" if s == 1 else f"e{k} * {g.scalar('i32', ('rst', node, k))}" for k, s in enumerate(rst_)
-                if s != 0]
 
     def load_expr(n):
         buf = n.args[0]

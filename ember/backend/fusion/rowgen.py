@@ -107,25 +107,8 @@ def rows(reds: list, outputs: list, style=None) -> Kernel:
         return init + ["        for k in range(s1):"] + lines + carry(len(rc) - 1, ind)
 
     pre: list = []
-    pcache: dict = {}  # row base of an access: computed once per row, before the loops
+    base, offset_terms = row_addressing(g, pre)
     lcache: dict = {}  # loads in the current loop
-
-    def base(key, off, kst_, node) -> str:
-        p = pcache.get(key)
-        if p is None:
-            p = pcache[key] = f"p{len(pcache)}"
-            terms = [g.scalar("i32", off)]
-            for k, s in enumerate(kst_):  # a unit stride is written as such: lanes load a vector
-                if s == 1:
-                    terms.append(f"c{k}")
-                elif s != 0:
-                    terms.append(f"c{k} * {g.scalar('i32', ('kst', node, k))}")
-            pre.append(f"        {p} = {' + '.join(terms)}")
-        return p
-
-    def offset_terms(rst_, node) -> list:
-        return [f"e{k}" if s == 1 else f"e{k} * {g.scalar('i32', ('rst', node, k))}" for k, s in enumerate(rst_)
-                if s != 0]
 
     def load_expr(n):
         buf = n.args[0]
@@ -234,6 +217,32 @@ def rows(reds: list, outputs: list, style=None) -> Kernel:
         return (-(-nout // block) if nout else 0), vals
 
     return Kernel(kern, src, block, (arrays, bind, len(g.arrays)))
+
+
+def row_addressing(g, pre: list):
+    """A row kernel's address helpers: ``base(key, off, kst, node)`` names the start of the current row
+    in a buffer (computed once per row, before the loops: its line goes to ``pre``), and
+    ``offset_terms(rst, node)`` are an element's offset terms along the reduced dims (e0, e1, ...)."""
+    pcache: dict = {}
+
+    def base(key, off, kst_, node) -> str:
+        p = pcache.get(key)
+        if p is None:
+            p = pcache[key] = f"p{len(pcache)}"
+            terms = [g.scalar("i32", off)]
+            for k, s in enumerate(kst_):  # a unit stride is written as such: lanes load a vector
+                if s == 1:
+                    terms.append(f"c{k}")
+                elif s != 0:
+                    terms.append(f"c{k} * {g.scalar('i32', ('kst', node, k))}")
+            pre.append(f"        {p} = {' + '.join(terms)}")
+        return p
+
+    def offset_terms(rst_, node) -> list:
+        return [f"e{k}" if s == 1 else f"e{k} * {g.scalar('i32', ('rst', node, k))}" for k, s in enumerate(rst_)
+                if s != 0]
+
+    return base, offset_terms
 
 
 def row_geometry(kind: str, s: tuple, kc, rc, reds, geometry):
