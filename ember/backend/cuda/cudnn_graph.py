@@ -114,21 +114,16 @@ class GraphPlan:
     Made by :func:`build`; ``run(handle, (x_ptr, w_ptr, y_ptr), workspace_ptr)`` executes it.
     """
 
-    __slots__ = ("owner", "plan", "workspace", "shared", "_ids", "_ptrs", "_ptrs_arg", "_ids_arg", "_ws",
-                 "_ws_arg", "_vp", "_vp_arg")
+    __slots__ = ("owner", "plan", "workspace", "shared", "_ids", "_ids_arg")
 
     def __init__(self, owner, plan, workspace: int):
         self.owner, self.plan, self.workspace = owner, plan, workspace
         # the graph, engine configurations and tensors the plan was made from, kept as long as it lives
         self.shared: list = []
-        # the variant pack's attribute arrays, allocated once: a call only writes the pointers into them
+        # the variant pack's unique ids never change: one read-only array (pointers are per call, so two
+        # threads may run the same plan)
         self._ids = (_i64 * 3)(_IDS["x"], _IDS["w"], _IDS["y"])
-        self._ptrs = (_vp * 3)()
-        self._ids_arg, self._ptrs_arg = ctypes.cast(self._ids, _vp), ctypes.cast(self._ptrs, _vp)
-        self._ws = _vp()
-        self._ws_arg = ctypes.byref(self._ws)
-        self._vp = _vp()
-        self._vp_arg = ctypes.byref(self._vp)
+        self._ids_arg = ctypes.cast(self._ids, _vp)
 
     def close(self) -> None:
         """Destroy the plan and what it was made from (when the plan cache drops it)."""
@@ -142,18 +137,17 @@ class GraphPlan:
     def run(self, handle, pointers: tuple, workspace_ptr: int) -> None:
         """Execute on device pointers of the roles (x, w, y) of the plan's direction."""
         L = self.owner.lib
-        ptrs = self._ptrs
-        ptrs[0], ptrs[1], ptrs[2] = pointers
-        self._ws.value = workspace_ptr
-        status = L.cudnnBackendCreateDescriptor(_VARIANT, self._vp_arg)
+        ptrs = (_vp * 3)(*pointers)
+        ws = _vp(workspace_ptr)
+        vp = _vp()
+        status = L.cudnnBackendCreateDescriptor(_VARIANT, ctypes.byref(vp))
         if status:
             self.owner.check(status, "cudnnBackendCreateDescriptor(variant pack)")
-        vp = self._vp
         try:
             # statuses are checked together: each check is a Python call, and this runs per convolution
             status = (L.cudnnBackendSetAttribute(vp, _VP_IDS, _T_INT64, 3, self._ids_arg)
-                      or L.cudnnBackendSetAttribute(vp, _VP_PTRS, _T_PTR, 3, self._ptrs_arg)
-                      or L.cudnnBackendSetAttribute(vp, _VP_WORKSPACE, _T_PTR, 1, self._ws_arg)
+                      or L.cudnnBackendSetAttribute(vp, _VP_PTRS, _T_PTR, 3, ptrs)
+                      or L.cudnnBackendSetAttribute(vp, _VP_WORKSPACE, _T_PTR, 1, ctypes.byref(ws))
                       or L.cudnnBackendFinalize(vp))
             if status:
                 self.owner.check(status, "cudnnBackendSetAttribute/Finalize(variant pack)")
