@@ -20,7 +20,7 @@ import struct
 import numpy as np
 
 from ... import _dtype as D
-from ...cube.runtime.wgpu import WgpuArray
+from ...cube.runtime.wgpu import WgpuArray, build_pipeline
 from ...cube.types import bool_, f32, i32, u32
 
 _STORED = {D.float32: f32, D.int32: i32, D.bool: u32}
@@ -137,7 +137,6 @@ class WgpuTarget:
 
     def _build(self, kern, block: int, aliased: bool, arrays: list, scalars: list):
         """The pipeline of a kernel variant on the backend's device (cube renders the WGSL)."""
-        from ...cube.errors import CompileError
         from ...cube.launch import get_runtime
         from ...cube.render.wgsl import render
         # cube binds its own array type (the dtype decides the variant); nothing here touches a device
@@ -146,24 +145,8 @@ class WgpuTarget:
         kir, plan = kern.specialise(rt, (block, 1, 1), key)
         written = {p.name for p in kir.params if p.kind == "array" and kir.arrays[p.name].written}
         source = render(kir, plan, all_writable=aliased and bool(written))
-        wgpu = self.rt.wgpu
-        dev = self.rt.device
-        try:
-            module = dev.create_shader_module(code=source)
-        except Exception as e:  # noqa: BLE001 - the WGSL compiler's message is the useful part
-            raise CompileError(f"fusion: the WGSL of a fused kernel was rejected:\n{e}\n{source}") from None
-        entries = []
-        for p in kir.params:
-            if p.kind == "array":
-                kind = wgpu.BufferBindingType.storage if p.name in written or (aliased and written) else \
-                    wgpu.BufferBindingType.read_only_storage
-                entries.append({"binding": len(entries), "visibility": wgpu.ShaderStage.COMPUTE,
-                                "buffer": {"type": kind}})
-        entries.append({"binding": len(entries), "visibility": wgpu.ShaderStage.COMPUTE,
-                        "buffer": {"type": wgpu.BufferBindingType.uniform}})
-        bgl = dev.create_bind_group_layout(entries=entries)
-        layout = dev.create_pipeline_layout(bind_group_layouts=[bgl])
-        pipeline = dev.create_compute_pipeline(layout=layout, compute={"module": module, "entry_point": "main"})
+        pipeline, bgl = build_pipeline(self.rt.wgpu, self.rt.device, kir, source, aliased and bool(written),
+                                       "fusion: the WGSL of a fused kernel was rejected")
         scal = [(p.kind, p.type) for p in kir.params if p.kind != "array"]
         return pipeline, bgl, scal
 

@@ -65,6 +65,29 @@ def synchronize() -> None:
         device().queue.read_buffer(_STATE["sync"].buffer, 0, 4)
 
 
+
+def build_pipeline(wgpu, dev, kir, source: str, all_writable: bool, rejected: str):
+    """(compute pipeline, bind group layout) of rendered WGSL on ``dev``: one storage binding per array
+    parameter in order (read-only unless the kernel writes it or ``all_writable``: aliased buffers must
+    all be bound writable), then the uniform block of scalars. ``rejected`` starts the error message
+    when the WGSL compiler refuses the source."""
+    try:
+        module = dev.create_shader_module(code=source)
+    except Exception as e:  # noqa: BLE001 - the WGSL compiler's message is the useful part
+        raise CompileError(f"{rejected}:\n{e}\n{source}") from None
+    entries = []
+    for p in kir.params:
+        if p.kind == "array":
+            kind = wgpu.BufferBindingType.storage if kir.arrays[p.name].written or all_writable else \
+                wgpu.BufferBindingType.read_only_storage
+            entries.append({"binding": len(entries), "visibility": wgpu.ShaderStage.COMPUTE, "buffer": {"type": kind}})
+    entries.append({"binding": len(entries), "visibility": wgpu.ShaderStage.COMPUTE,
+                    "buffer": {"type": wgpu.BufferBindingType.uniform}})
+    bgl = dev.create_bind_group_layout(entries=entries)
+    layout = dev.create_pipeline_layout(bind_group_layouts=[bgl])
+    pipeline = dev.create_compute_pipeline(layout=layout, compute={"module": module, "entry_point": "main"})
+    return pipeline, bgl
+
 class WgpuArray:
     """A C-contiguous array in a WebGPU storage buffer.
 
@@ -214,21 +237,6 @@ class _Pipelines:
         dev = device()
         kir = self.kir
         with Timer(f"compile {kir.name} (WGSL)"):
-            try:
-                module = dev.create_shader_module(code=source)
-            except Exception as e:  # noqa: BLE001 - the WGSL compiler's message is the useful part
-                raise CompileError(f"the WGSL generated for kernel '{kir.name}' was rejected (a bug in ember.cube, "
-                                   f"or a construct WebGPU forbids):\n{e}\n{source}") from None
-            entries = []
-            for p in kir.params:
-                if p.kind == "array":
-                    kind = wgpu.BufferBindingType.storage if kir.arrays[p.name].written or all_writable else \
-                        wgpu.BufferBindingType.read_only_storage
-                    entries.append({"binding": len(entries), "visibility": wgpu.ShaderStage.COMPUTE,
-                                    "buffer": {"type": kind}})
-            entries.append({"binding": len(entries), "visibility": wgpu.ShaderStage.COMPUTE,
-                            "buffer": {"type": wgpu.BufferBindingType.uniform}})
-            bgl = dev.create_bind_group_layout(entries=entries)
-            layout = dev.create_pipeline_layout(bind_group_layouts=[bgl])
-            pipeline = dev.create_compute_pipeline(layout=layout, compute={"module": module, "entry_point": "main"})
-        return pipeline, bgl
+            return build_pipeline(wgpu, dev, kir, source, all_writable,
+                                  f"the WGSL generated for kernel '{kir.name}' was rejected (a bug in ember.cube, "
+                                  "or a construct WebGPU forbids)")
