@@ -84,6 +84,13 @@ def bind_scalars(scalars: list, sizes: dict, geometry) -> list:
     return vals
 
 
+def kernel_params(g, outputs: list) -> list:
+    """A generated kernel's parameters: the input arrays, the output arrays, then the scalars."""
+    params = [f"{n}: cube.Array[cube.{t}]" for n, t, _ in g.arrays]
+    params += [f"{n}: cube.Array[cube.{t}]" for n, t, _ in outputs]
+    return params + [f"{n}: cube.{t}" for n, t, _ in g.scalars]
+
+
 class _Gen:
     """Shared bookkeeping: parameters, loads and node variables of one kernel."""
 
@@ -295,9 +302,7 @@ def elementwise(shape: tuple, outputs: list, style=None) -> Kernel:
     chunk_major = bool(outer) and "s" in strided and not gpu
     nrows = g.scalar("i32", ("rows",)) if chunk_major else None
     nvb = g.scalar("i32", ("nvb",))
-    params = [f"{n}: cube.Array[cube.{t}]" for n, t, _ in g.arrays]
-    params += [f"{n}: cube.Array[cube.{t}]" for n, t, _ in outs]
-    params += [f"{n}: cube.{t}" for n, t, _ in g.scalars]
+    params = kernel_params(g, outs)
     if chunk_major:
         body = [f"    jb = bx // {nrows}", f"    row = bx - jb * {nrows}"]
     elif outer:

@@ -14,7 +14,18 @@ from __future__ import annotations
 
 import math
 
-from .codegen import GENERATED, Kernel, _emit_tree, _Gen, _strides_in, bind_scalars, cast, compile_source, ctype
+from .codegen import (
+    GENERATED,
+    Kernel,
+    _emit_tree,
+    _Gen,
+    _strides_in,
+    bind_scalars,
+    cast,
+    compile_source,
+    ctype,
+    kernel_params,
+)
 
 BLOCK = 256
 
@@ -126,8 +137,7 @@ def elementwise_vec4(shape: tuple, outputs: list, style, loads: list, groups: li
         src += ["    if cube.block_idx.x == 0:"] + tail_rows
         src += ["        j = s1 * 4 + cube.thread_idx.x", "        if j < s0:"] + g.lines
         src += [f"{ind}o{k}[j] = {v}" for k, v in enumerate(tvals)]
-    params = [f"{nm}: cube.Array[cube.{t}]" for nm, t, _ in g.arrays + outs]
-    params += [f"{nm}: cube.{t}" for nm, t, _ in g.scalars]
+    params = kernel_params(g, outs)
     src = f"def fused_ew4({', '.join(params)}):\n" + "\n".join(src) + "\n"
     kern = compile_source(src, "fused_ew4")
     arrays = [buf for _, _, buf in g.arrays] + [buf for _, _, buf in outs]

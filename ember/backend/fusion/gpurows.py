@@ -30,8 +30,9 @@ from .codegen import (
     cast,
     compile_source,
     ctype,
+    kernel_params,
 )
-from .rowgen import row_addressing, row_geometry
+from .rowgen import output_lines, row_addressing, row_geometry
 
 MAX_PER = 16  # elements a thread keeps in registers per cached load
 
@@ -217,26 +218,13 @@ def block_rows(reds: list, outputs: list, style, order: list, kgroups: list, kc:
     outs = []
     if outputs:
         final[0] = True
-        g.names = {}
-        g.lines = []
         lcache.clear()
-        vals = [_emit_tree(g, tree, load_expr, ind) for _, tree in outputs]
-        okst, orst = _strides_in(kgroups, ost), _strides_in(rgroups, ost)
-        po = base(("out",), ("zero",), okst, "out")
-        oidx = " + ".join([po] + offset_terms(orst, "out"))
-        lines = list(g.lines)
-        for k, ((buf, tree), v) in enumerate(zip(outputs, vals)):
-            t = ctype(buf.dtype)
-            src_t = ctype(tree.dtype)
-            st, val = g.store_value(cast(v, src_t, t) if src_t != t else v, t)
-            outs.append((f"o{k}", st, buf))
-            lines.append(f"{ind}o{k}[{oidx}] = {val}")
+        lines, outs = output_lines(g, outputs, load_expr, ind, _strides_in(kgroups, ost), _strides_in(rgroups, ost),
+                                   base, offset_terms)
         body += loop(lines)
         fresh.clear()
     nvb = g.scalar("i32", ("nvb",))
-    params = [f"{n}: cube.Array[cube.{t}]" for n, t, _ in g.arrays]
-    params += [f"{n}: cube.Array[cube.{t}]" for n, t, _ in red_outs + outs]
-    params += [f"{n}: cube.{t}" for n, t, _ in g.scalars]
+    params = kernel_params(g, red_outs + outs)
     # the barrier at the end of a row keeps the next row's shared-memory writes after this row's reads
     src = top + decls + [f"    for bx in range(cube.block_idx.x, {nvb}, cube.grid_dim.x):"] + head + pre + body + [
         "        cube.sync_threads()"]

@@ -29,6 +29,7 @@ from .codegen import (
     cast,
     compile_source,
     ctype,
+    kernel_params,
 )
 
 
@@ -170,26 +171,12 @@ def rows(reds: list, outputs: list, style=None) -> Kernel:
             body.append(f"        rb{i}[o] = {val}")
     outs = []
     if outputs:
-        g.names = {}
-        g.lines = []
         lcache.clear()
-        vals = [_emit_tree(g, tree, load_expr, ind) for _, tree in outputs]
-        okst, orst = _strides_in(kgroups, ost), _strides_in(rgroups, ost)
-        po = base(("out",), ("zero",), okst, "out")
-        oidx = " + ".join([po] + offset_terms(orst, "out"))
-        lines = list(g.lines)
-        for k, ((buf, tree), v) in enumerate(zip(outputs, vals)):
-            name = f"o{k}"
-            t = ctype(buf.dtype)
-            src_t = ctype(tree.dtype)
-            st, val = g.store_value(cast(v, src_t, t) if src_t != t else v, t)
-            outs.append((name, st, buf))
-            lines.append(f"{ind}{name}[{oidx}] = {val}")
+        lines, outs = output_lines(g, outputs, load_expr, ind, _strides_in(kgroups, ost), _strides_in(rgroups, ost),
+                                   base, offset_terms)
         body += loop(lines)
     nvb = g.scalar("i32", ("nvb",))
-    params = [f"{n}: cube.Array[cube.{t}]" for n, t, _ in g.arrays]
-    params += [f"{n}: cube.Array[cube.{t}]" for n, t, _ in red_outs + outs]
-    params += [f"{n}: cube.{t}" for n, t, _ in g.scalars]
+    params = kernel_params(g, red_outs + outs)
     # whole blocks of rows run unmasked, the last one masked
     src = ["    o = bx * cube.block_dim.x + cube.thread_idx.x", "    if (bx + 1) * cube.block_dim.x <= s0:"]
     if column:
@@ -243,6 +230,22 @@ def row_addressing(g, pre: list):
                 if s != 0]
 
     return base, offset_terms
+
+
+def output_lines(g, outputs: list, load_expr, ind: str, okst, orst, base, offset_terms) -> tuple[list, list]:
+    """The loop body that computes a row kernel's elementwise outputs (``outputs``: (Buf, tree) pairs)
+    and stores each at the row's output offset: (lines, [(param name, stored type, Buf)])."""
+    g.names = {}
+    g.lines = []
+    vals = [_emit_tree(g, tree, load_expr, ind) for _, tree in outputs]
+    oidx = " + ".join([base(("out",), ("zero",), okst, "out")] + offset_terms(orst, "out"))
+    lines, outs = list(g.lines), []
+    for k, ((buf, tree), v) in enumerate(zip(outputs, vals)):
+        t, src_t = ctype(buf.dtype), ctype(tree.dtype)
+        st, val = g.store_value(cast(v, src_t, t) if src_t != t else v, t)
+        outs.append((f"o{k}", st, buf))
+        lines.append(f"{ind}o{k}[{oidx}] = {val}")
+    return lines, outs
 
 
 def row_geometry(kind: str, s: tuple, kc, rc, reds, geometry):
