@@ -413,6 +413,19 @@ class _Capture:
         self.tape = None
         self.close()
 
+    @staticmethod
+    def random_source(seed, offset):
+        """(generator, counters used) for a random op's ``seed``/``offset``: the default generator whose
+        last reservation handed them out (the smallest offset past ``offset``), or None."""
+        from ._random import _DEFAULTS
+        best = None
+        if offset is None:
+            return None
+        for g in _DEFAULTS.values():
+            if g._seed == seed and g._offset > offset and (best is None or g._offset < best._offset):
+                best = g
+        return None if best is None else (best, best._offset - offset)
+
     def note_optimizer(self, opt) -> None:
         """``opt`` steps inside the capture: its options now are those the recording uses."""
         if id(opt) not in self.optimizers:

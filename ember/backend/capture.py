@@ -18,7 +18,7 @@ Two kinds of capture, one open at a time:
 
 from __future__ import annotations
 
-__all__ = ["CaptureSyncError", "capturing", "capturing_on", "refuse", "taint", "note_optimizer"]
+__all__ = ["CaptureSyncError", "capturing", "capturing_on", "refuse", "taint", "note_optimizer", "random_source"]
 
 _depth = [0]  # open CUDA graph captures (read directly by the CUDA backend: a list lookup per op)
 _compile: list = [None]  # the open ember.compile capture (an object with .device, .taint(), .optimizers)
@@ -71,6 +71,14 @@ def taint(reason: str) -> bool:
         return False
     c.taint(reason)
     return True
+
+
+def random_source(seed, offset):
+    """(generator, counters used) of a random op whose arguments are ``seed``/``offset``, found by the
+    open ``ember.compile`` capture among the default generators (the frontend owns them); None when
+    none handed them out (an explicit generator) or no capture is open."""
+    c = _compile[0]
+    return None if c is None else c.random_source(seed, offset)
 
 
 def note_optimizer(opt) -> None:

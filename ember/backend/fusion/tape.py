@@ -181,23 +181,17 @@ class Tape:
             self.steps.append((_rerun, (run, op, vals, attrs, out.__class__ is tuple, tuple(fresh))))
 
     def random_source(self, op: str, attrs: dict):
-        """(generator, counters used) of a random op about to run: the default generator whose
-        ``_reserve`` just handed out ``attrs``' seed and offset. A generator passed explicitly can't be
-        found: CaptureSyncError (a replay would repeat the captured numbers)."""
-        from ..._random import _DEFAULTS
-        seed, off = attrs.get("seed"), attrs.get("offset")
-        best = None
-        for g in _DEFAULTS.values():
-            if g._seed == seed and off is not None and g._offset > off:
-                if best is None or g._offset < best._offset:
-                    best = g
-        if best is None:
-            from ..capture import CaptureSyncError
+        """(generator, counters used) of a random op about to run, from the open capture (the frontend
+        knows the generators: see ember/_compile.py). A generator passed explicitly can't be found:
+        CaptureSyncError (a replay would repeat the captured numbers)."""
+        from ..capture import CaptureSyncError, random_source
+        src = random_source(attrs.get("seed"), attrs.get("offset"))
+        if src is None:
             raise CaptureSyncError(
                 f"random op {op!r} inside an ember.compile capture draws from a generator passed explicitly: "
                 "replays can only draw fresh numbers from the default generator. Use the default generator, "
                 "or draw the numbers outside the compiled function and pass them in as a tensor argument")
-        return best, best._offset - off
+        return src
 
     def random(self, src, run, op: str, vals: tuple, attrs: dict, out) -> None:
         """A random op: each replay draws the next numbers of the same generator (as an eager call would:
