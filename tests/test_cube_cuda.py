@@ -162,3 +162,44 @@ def test_vector_access_checks_alignment():
     x = cupy.zeros((3, 6), cupy.float32)  # rows of 6 are not whole vec4s
     with pytest.raises(cube.LaunchError, match="multiple of 4"):
         T.vec_kernel[3, 4](x, x, cupy.zeros(8, cupy.float32))
+
+
+@cube.kernel
+def _mul_add(a: cube.Array[cube.f32], b: cube.Array[cube.f32], c: cube.Array[cube.f32], out: cube.Array[cube.f32]):
+    i = cube.global_idx.x
+    if i < out.size:
+        out[i] = a[i] * b[i] + c[i]
+
+
+_mul_add_contracted = cube.kernel(_mul_add.fn, name="_mul_add_contracted", contract=True)
+
+
+def _fma_operands():
+    # a * b is not representable in float32, so rounding it before the add shows in the sum
+    a = np.full(256, 1.0 + 2.0 ** -12, np.float32)
+    c = -(a.astype(np.float64) ** 2).astype(np.float32)
+    return a, a.copy(), c
+
+
+def test_contract_is_a_compile_option_the_c_target_ignores():
+    """contract=True changes only how GPU compilers may treat a * b + c: on the C target (always
+    -ffp-contract=off) the two kernels give numpy's two-rounding result."""
+    assert _mul_add_contracted.contract and not _mul_add.contract
+    a, b, c = _fma_operands()
+    want = a * b + c  # numpy: the product rounds to float32, then the sum
+    for kern in (_mul_add, _mul_add_contracted):
+        out = np.empty_like(a)
+        kern[1, 256](a, b, c, out)
+        np.testing.assert_array_equal(out, want)
+
+
+@pytest.mark.skipif(not HAS_CUDA, reason="needs CuPy and a CUDA GPU")
+def test_contract_gives_the_fused_multiply_add_on_cuda():
+    import cupy
+    a, b, c = _fma_operands()
+    fused = (a.astype(np.float64) * b + c).astype(np.float32)  # one rounding, as an FMA
+    assert not np.array_equal(fused, a * b + c)
+    for kern, want in ((_mul_add, a * b + c), (_mul_add_contracted, fused)):
+        out = cupy.empty(256, np.float32)
+        kern[1, 256](cupy.asarray(a), cupy.asarray(b), cupy.asarray(c), out)
+        np.testing.assert_array_equal(cupy.asnumpy(out), want)

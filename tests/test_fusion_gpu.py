@@ -34,6 +34,7 @@ class CudaStyleCpu(CpuTarget):
     row_block = 1024
     warp = True
     vec4 = True
+    acc64 = False  # as CudaTarget: float32 sums accumulate in float32
     WORK_PER_BLOCK = 1 << 12  # several blocks even for tiny tensors: the grid-stride loops run
 
     def flat(self, arr, storage):

@@ -285,6 +285,7 @@ class Kernel:
     block: tuple  # (bx, by, bz): kernels are specialised on the block shape
     filename: str = "<kernel>"
     source_lines: dict = field(default_factory=dict)  # line -> text, for errors raised after the frontend
+    contract: bool = False  # may the compiler fuse a * b + c into one FMA (cube.kernel(contract=True))
 
 
 # ---- walking ------------------------------------------------------------------------------------

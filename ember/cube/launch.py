@@ -60,8 +60,9 @@ class Kernel:
     >>> add[cube.cdiv(n, 256), 256](x, y, out)  # doctest: +SKIP
     """
 
-    def __init__(self, fn, name: str | None = None):
+    def __init__(self, fn, name: str | None = None, contract: bool = False):
         self.fn = fn
+        self.contract = bool(contract)
         self.__name__ = name or fn.__name__
         self.__doc__ = fn.__doc__
         self.__wrapped__ = fn
@@ -159,6 +160,7 @@ class Kernel:
                 args[name] = ("array", scalar_of(part[1]), ann.ndim)
         with Timer(f"frontend {self.__name__}"):
             kir = Frontend(self.source, args, block, runtime.frontend_target).build()
+            kir.contract = self.contract
             plan = analysis.plan(kir)
         return kir, plan
 
@@ -312,11 +314,17 @@ def get_runtime(device: str):
     return rt
 
 
-def kernel(fn=None, *, name: str | None = None):
-    """Decorate a Python function as a cube kernel (see :class:`Kernel` and docs/kernels.md)."""
+def kernel(fn=None, *, name: str | None = None, contract: bool = False):
+    """Decorate a Python function as a cube kernel (see :class:`Kernel` and docs/kernels.md).
+
+    ``contract=True`` lets the GPU compilers fuse ``a * b + c`` into one fused multiply-add (nvcc's
+    default, and what PyTorch's CUDA kernels are built with): faster, and each such result rounds once
+    instead of twice, so it can differ from numpy's in the last bit. By default cube rounds every
+    operation, as numpy and the C target do; ``cube.fma`` fuses one product explicitly either way.
+    """
     if fn is None:
-        return lambda f: Kernel(f, name)
-    return Kernel(fn, name)
+        return lambda f: Kernel(f, name, contract)
+    return Kernel(fn, name, contract)
 
 
 class DeviceFunction:

@@ -12,7 +12,9 @@ What a target tells the kernel generators (codegen.py, rowgen.py):
 * ``row_block``: 0 for one thread per row (the CPU form), else the most threads a block may have,
   which asks for the GPU form: a block per row with a block-level reduction;
 * ``warp``: whether warp reductions exist (CUDA) or a shared-memory tree is used (WGSL);
-* ``acc64``: whether float32 sums may accumulate in float64 (WGSL has no float64);
+* ``acc64``: whether float32 sums accumulate in float64 (the CPU: numpy's accuracy; not on CUDA,
+  where float32 accumulators as in PyTorch's kernels keep row kernels at memory speed, nor WGSL,
+  which has no float64);
 * ``vec4``: whether contiguous float32 elementwise kernels load and store 4 elements at a time;
 * ``unfused``: elementwise ops whose math on the target differs from the inner backend's at the
   extremes (they run on the inner backend);

@@ -8,7 +8,8 @@ instructions (f16) or bit operations (bf16). Vector loads and stores are single 
 accesses, so their arrays must be aligned (the runtime checks).
 
 Kernels compile with ``-fmad=false``: ``a * b + c`` rounds twice, as on the C target and in numpy;
-``cube.fma`` gives the fused instruction explicitly.
+``cube.fma`` gives the fused instruction explicitly, and a kernel made with
+``cube.kernel(contract=True)`` (Fusion's) lets NVRTC contract products and sums as nvcc does.
 """
 
 from __future__ import annotations

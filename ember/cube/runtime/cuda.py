@@ -15,6 +15,7 @@ from ..errors import LaunchError
 from ..types import from_numpy
 
 OPTIONS = ("--std=c++14", "-fmad=false")
+CONTRACT_OPTIONS = ("--std=c++14",)  # kernels made with cube.kernel(contract=True): NVRTC's default -fmad=true
 MAX_GRID_YZ = 65535
 
 
@@ -57,7 +58,7 @@ class CudaRuntime:
     def compile(self, kir, plan, source: str):
         cupy = _cupy()
         with Timer(f"compile {kir.name} (CUDA)"):
-            mod = cupy.RawModule(code=source, options=OPTIONS)
+            mod = cupy.RawModule(code=source, options=CONTRACT_OPTIONS if kir.contract else OPTIONS)
             fn = mod.get_function("cb_kernel")
         layout = [(p.kind, p.type, p.ndim, kir.arrays[p.name].vector if p.kind == "array" else 1)
                   for p in kir.params]
