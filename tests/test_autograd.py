@@ -350,3 +350,42 @@ def test_batch_norm_parameter_gradients_take_no_copy():
     (tb(torch.tensor(x)) ** 2).sum().backward()
     np.testing.assert_allclose(bn.weight.grad.numpy(), tb.weight.grad.numpy(), rtol=1e-4, atol=1e-4)
     np.testing.assert_allclose(bn.bias.grad.numpy(), tb.bias.grad.numpy(), rtol=1e-4, atol=1e-4)
+
+
+def test_gradients_take_their_inputs_dtype_like_torch():
+    """A float32 gradient reaching a bfloat16 branch (x_f32 + h_bf16) flows on in bfloat16, as PyTorch's
+    engine casts it: the hook on h and y.grad see bfloat16, and the values match torch's."""
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(0)
+    xv, yv = rng.standard_normal((4, 3)).astype(np.float32), rng.standard_normal((4, 3)).astype(np.float32)
+    seen, seen_t = [], []
+    x = ember.tensor(xv, requires_grad=True)
+    y = ember.tensor(yv, dtype=ember.bfloat16, requires_grad=True)
+    h = y * 2
+    h.register_hook(lambda g: seen.append(g.dtype))
+    ((x + h) ** 2).sum().backward()
+    xt = torch.tensor(xv, requires_grad=True)
+    yt = torch.tensor(yv, dtype=torch.bfloat16, requires_grad=True)
+    ht = yt * 2
+    ht.register_hook(lambda g: seen_t.append(g.dtype))
+    ((xt + ht) ** 2).sum().backward()
+    assert seen == [ember.bfloat16] and seen_t == [torch.bfloat16]
+    assert y.grad.dtype == ember.bfloat16 and x.grad.dtype == ember.float32
+    np.testing.assert_allclose(y.grad.float().numpy(), yt.grad.float().numpy(), rtol=1e-2)
+    np.testing.assert_allclose(x.grad.numpy(), xt.grad.numpy(), rtol=1e-6)
+
+
+def test_shared_weight_gradient_of_a_batched_product_matches_torch():
+    """x (B, M, K) @ w (K, N): w's gradient is one product over all B*M rows (not B products summed)."""
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(1)
+    xv, wv = rng.standard_normal((2, 3, 5, 4)).astype(np.float32), rng.standard_normal((4, 6)).astype(np.float32)
+    gv = rng.standard_normal((2, 3, 5, 6)).astype(np.float32)
+    x, w = ember.tensor(xv.transpose(0, 2, 1, 3).copy()).transpose(1, 2).requires_grad_(), \
+        ember.tensor(wv, requires_grad=True)
+    (x @ w).backward(ember.tensor(gv))
+    xt, wt = torch.tensor(xv, requires_grad=True), torch.tensor(wv, requires_grad=True)
+    (xt @ wt).backward(torch.tensor(gv))
+    assert w.grad.shape == (4, 6)
+    np.testing.assert_allclose(w.grad.numpy(), wt.grad.numpy(), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(x.grad.numpy(), xt.grad.numpy(), rtol=1e-5, atol=1e-5)

@@ -194,13 +194,14 @@ def run_backward(ad, roots, grads, *, retain_graph: bool, create_graph: bool, in
             if not retain_graph:
                 node.saved = None
                 node.freed = True
-            for e, g in zip(node.edges, in_grads):
+            for e, g, meta in zip(node.edges, in_grads, node.in_meta):
                 if e is None:
                     continue
                 child, idx = e
                 if child not in nodes:
                     continue
                 if g is not None:
+                    g = _as_input_dtype(fb, g, meta)
                     buf = buffers.setdefault(child, [None] * _n_out(child))
                     _accumulate(fb, buf, idx, g)
                 deps[child] -= 1
@@ -214,6 +215,19 @@ def run_backward(ad, roots, grads, *, retain_graph: bool, create_graph: bool, in
                 raise RuntimeError("One of the differentiated Tensors appears to not have been used in the graph. "
                                    "Set allow_unused=True if this is the desired behavior.")
     return results
+
+
+def _as_input_dtype(fb: F, g, meta):
+    """``g`` in its input's floating dtype, as PyTorch's engine casts a gradient to its input's dtype:
+    the float32 gradient reaching a bfloat16 branch of ``x_f32 + y_bf16`` flows on in bfloat16, so
+    the products behind it run at bfloat16 speed and the branch's grads keep its dtype."""
+    want = meta[1] if meta is not None else None
+    if want is None or not want.is_floating_point:
+        return g
+    have = fb.dtype(g)
+    if have is want or not have.is_floating_point:
+        return g
+    return fb.cast(g, want)
 
 
 def _n_out(node) -> int:

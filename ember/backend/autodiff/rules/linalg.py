@@ -30,7 +30,15 @@ def _matmul(F, g, s, n):
         g2 = g
     # skip the product for an input that needs no gradient (e.g. the data in x @ w)
     ga = F.reshape(F.sum_to(F.matmul(g2, _mT(F, b2)), F.shape(a2)), sa) if n.edges[0] is not None else None
-    gb = F.reshape(F.sum_to(F.matmul(_mT(F, a2), g2), F.shape(b2)), sb) if n.edges[1] is not None else None
+    if n.edges[1] is None:
+        gb = None
+    elif len(sb) == 2 and len(sa) > 2:
+        # a weight shared by a batch of rows (x @ w): one GEMM over every row, (K, rows) @ (rows, N),
+        # not a product per batch entry summed afterwards
+        rows = F.numel(sa[:-1])
+        gb = F.matmul(_mT(F, F.reshape(a, (rows, sa[-1]))), F.reshape(g, (rows, sb[1])))
+    else:
+        gb = F.reshape(F.sum_to(F.matmul(_mT(F, a2), g2), F.shape(b2)), sb)
     return (ga, gb)
 
 
