@@ -162,3 +162,23 @@ def test_add_relu_and_its_gradient_match_the_cpu(device, dtype):
         (y * ember.tensor(b.astype(np.float32), device=d)).sum().backward()
         grads.append(x.grad.cpu().numpy())
     np.testing.assert_array_equal(grads[1], grads[0])
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "bfloat16", "float16"])
+@pytest.mark.parametrize("approximate", ["none", "tanh"])
+def test_gelu_backward_matches_torch(dtype, approximate):
+    """The one-pass gelu_backward op (its array-module path here; the kernel on a GPU) against torch's
+    derivative, computed in float64 and rounded to the dtype."""
+    torch = pytest.importorskip("torch")
+    b = Cuda._with_array_module(np)
+    rng = np.random.default_rng(3)
+    x64 = np.concatenate([rng.standard_normal(200) * 3, [-12.0, -6.0, 0.0, 6.0, 12.0]])
+    g64 = rng.standard_normal(x64.size)
+    d = getattr(ember, dtype)
+    x, g = ember.tensor(x64, dtype=d), ember.tensor(g64, dtype=d)
+    got = b.run("gelu_backward", (x.numpy(), g.numpy()), {"approximate": approximate})
+    assert got.dtype == x.numpy().dtype
+    xt = torch.tensor(x.numpy().astype(np.float64), requires_grad=True)
+    torch.nn.functional.gelu(xt, approximate=approximate).backward(torch.tensor(g.numpy().astype(np.float64)))
+    tol = {"float32": 1e-6, "float64": 1e-12}.get(dtype, 1e-2)
+    np.testing.assert_allclose(np.asarray(got, np.float64), xt.grad.numpy(), rtol=tol, atol=tol)

@@ -13,6 +13,7 @@ OPS: dict[str, str] = {
     "relu": "(x) -> max(x, 0); NaN propagates",
     "relu_": "(x) -> relu written into x (in place); returns x",
     "relu_backward": "(y, grad) -> grad where the relu result y > 0 (or NaN), else 0; first-order only",
+    "gelu_backward": "(x, grad) approximate -> grad * gelu'(x) ('none': erf form, 'tanh'); first-order only",
     "running_update_": "(stat, new) momentum, scale -> stat = (1 - momentum) * stat + momentum * scale * new "
                        "written into stat (batch norm's running statistics); new has stat's number of elements "
                        "in any shape and a float dtype; returns stat",

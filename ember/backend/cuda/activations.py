@@ -14,6 +14,7 @@ from ._util import LOW
 _SQRT1_2 = 1.0 / math.sqrt(2.0)
 _GELU_BETA = math.sqrt(2.0 / math.pi)
 _GELU_KAPPA = 0.044715
+_INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
 
 
 def build(xp, special) -> dict:
@@ -66,6 +67,41 @@ def build(xp, special) -> dict:
         neg = xp.expm1(xp.minimum(x, zero) * c(input_scale, x)) * (c(alpha, x) * c(scale, x))
         return neg + xp.maximum(x, zero) * c(scale, x)
 
+    def _one_pass(which, *arrays):
+        """``which``'s ElementwiseKernel on ``arrays`` (float math for 16-bit and float32 inputs, double
+        for float64), or None where it can't run (the caller takes the ufunc path)."""
+        dt = arrays[0].dtype
+        if not gpu or (dt not in LOW and dt not in (np.float32, np.float64)) or any(a.dtype != dt for a in arrays):
+            return None
+        acc = "double" if dt == np.float64 else "float"
+        kern = kernels.elementwise(which, acc)
+        if kern is None:
+            return None
+        try:
+            return kern(*arrays)
+        except xp.cuda.compiler.CompileException as e:  # compiled at first call: keep the ufunc path
+            kernels.unavailable(which, e, acc)
+            return None
+
+    def _gelu_fast(x, approximate):
+        y = _one_pass("gelu_tanh" if approximate == "tanh" else "gelu_erf", x)
+        return y if y is not None else act(_gelu)(x, approximate=approximate)
+
+    def _gelu_backward(x, g, approximate):
+        """grad * gelu'(x) in one pass (the autodiff rule's composite otherwise: ~16 launches)."""
+        o = _one_pass("gelu_tanh_backward" if approximate == "tanh" else "gelu_erf_backward", x, g)
+        if o is not None:
+            return o
+        dt = np.result_type(x.dtype, g.dtype)
+        v = x.astype(np.float64 if dt == np.float64 else np.float32)
+        if approximate == "tanh":
+            t = xp.tanh(c(_GELU_BETA, v) * (v + c(_GELU_KAPPA, v) * v * v * v))
+            d = c(0.5, v) * (c(1.0, v) + t) + c(0.5 * _GELU_BETA, v) * v * (c(1.0, v) - t * t) * \
+                (c(1.0, v) + c(3.0 * _GELU_KAPPA, v) * v * v)
+        else:
+            d = c(0.5, v) * special.erfc(-v * c(_SQRT1_2, v)) + v * xp.exp(c(-0.5, v) * v * v) * c(_INV_SQRT_2PI, v)
+        return (g.astype(v.dtype, copy=False) * d).astype(dt, copy=False)
+
     def _gelu(x, approximate):
         if approximate == "tanh":
             inner = (x + x * x * x * c(_GELU_KAPPA, x)) * c(_GELU_BETA, x)
@@ -94,8 +130,9 @@ def build(xp, special) -> dict:
         return xp.minimum(x, c(0.0, x)) - xp.log1p(xp.exp(-xp.abs(x)))
 
     ops = {"relu": _relu, "relu_": _relu_, "relu_backward": _relu_backward, "hardtanh": act(_hardtanh),
+           "gelu_backward": _gelu_backward,
            "hardtanh_": _hardtanh_,
-           "leaky_relu": act(_leaky_relu), "elu": act(_elu), "gelu": act(_gelu), "silu": act(_silu),
+           "leaky_relu": act(_leaky_relu), "elu": act(_elu), "gelu": _gelu_fast, "silu": act(_silu),
            "mish": act(_mish), "softplus": act(_softplus), "hardsigmoid": act(_hardsigmoid),
            "hardswish": act(_hardswish), "logsigmoid": act(_logsigmoid)}
 

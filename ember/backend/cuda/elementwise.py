@@ -58,6 +58,42 @@ def build(xp, special) -> dict:
             return _keep(uf(x, y), x, y)
         return run
 
+    _scalars = (int, float)
+
+    def _arith(name, uf):
+        """add/sub/mul/div: a 16-bit float tensor with a Python scalar takes one kernel (see
+        kernels._SCALAR); everything else the ufunc (written out, not through _b: this is the per-op
+        path of a + b, where a Python frame is a measurable part of the cost)."""
+        if xp is np:
+            return _b(uf)
+
+        def low_scalar(which, arr, s, x, y):
+            kern = kernels.elementwise(which)
+            if kern is not None:
+                try:
+                    return kern(arr, np.float32(s))
+                except xp.cuda.compiler.CompileException as e:  # compiled at first call: keep the ufunc path
+                    kernels.unavailable(which, e)
+            return _keep(uf(x, y), x, y)
+
+        def run(x, y):
+            if y.__class__ in _scalars:
+                if x.dtype in LOW:
+                    return low_scalar("scalar_" + name, x, y, x, y)
+                want = x.dtype
+            elif x.__class__ in _scalars:
+                if y.dtype in LOW:
+                    return low_scalar("rscalar_" + name, y, x, x, y)
+                want = y.dtype
+            else:
+                want = x.dtype
+            r = uf(x, y)
+            got = r.dtype  # _keep, inlined
+            if got is want or got is _bool or got == want or got == _bool:
+                return r
+            return r.astype(want)
+        return run
+
     def _cmp(uf):
         return lambda x, y: uf(x, y)
 
@@ -178,7 +214,8 @@ def build(xp, special) -> dict:
         "floor": _u(xp.floor), "ceil": _u(xp.ceil), "trunc": _u(xp.trunc), "round": _u(xp.rint),
         "isnan": _u(xp.isnan), "isinf": _u(xp.isinf), "isfinite": _u(xp.isfinite), "signbit": _u(xp.signbit),
         "logical_not": _u(xp.logical_not), "bitwise_not": _u(xp.invert),
-        "add": _b(xp.add), "sub": _b(xp.subtract), "mul": _b(xp.multiply), "div": _b(xp.true_divide),
+        "add": _arith("add", xp.add), "sub": _arith("sub", xp.subtract), "mul": _arith("mul", xp.multiply),
+        "div": _arith("div", xp.true_divide),
         "floor_divide": _int_div(xp.floor_divide), "remainder": _int_div(xp.remainder),
         "fmod": _int_div(xp.fmod), "pow": _pow,
         "maximum": _b(xp.maximum), "minimum": _b(xp.minimum), "fmax": _b(xp.fmax), "fmin": _b(xp.fmin),

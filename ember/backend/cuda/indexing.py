@@ -149,7 +149,9 @@ def build(xp, movement_ops: dict) -> dict:
 
     def _masked_fill(x, mask, value):
         v = value.astype(x.dtype) if isinstance(value, xp.ndarray) else xp.asarray(value, dtype=x.dtype)
-        return xp.where(mask, v, x)
+        r = xp.where(mask, v, x)
+        # CuPy's where has no bfloat16 loop and answers in float32: the result keeps x's dtype
+        return r if r.dtype == x.dtype else r.astype(x.dtype)
 
     def _take(x, index):
         return xp.take(x.reshape(-1), index)

@@ -378,15 +378,40 @@ _RUNNING = ("U v, float64 keep, float64 take", "T s", "s = (T)(keep * (double)s 
 _SIGMOID = ("T x", "T y", "T e = exp(-fabs(x)); y = (x >= (T)0) ? (T)1 / ((T)1 + e) : e / ((T)1 + e);",
             "ember_sigmoid")
 
-_SPECS = {"col2im2d": _COL2IM_2D, "maxpool2d": _MAXPOOL_2D, "maxpool_backward": _MAXPOOL_BWD,
-          "relu_backward": _RELU_BWD, "running_update": _RUNNING, "sigmoid": _SIGMOID}
+# GELU and its derivative in one pass, computed in ACC (float; double for float64) and rounded once:
+# 16-bit inputs no longer make float32 copies around a chain of ufuncs. tanh form: t = tanh(b(x + k x³));
+# erf form: Φ(x) = erfc(-x/√2)/2, accurate in the lower tail, and φ(x) = exp(-x²/2)/√(2π).
+_GELU_TANH = ("T x", "T y", "ACC v = (ACC)x; ACC t = tanh((ACC)0.7978845608028654 * (v + (ACC)0.044715 * v * v * v));"
+              " y = (T)((ACC)0.5 * v * ((ACC)1 + t));", "ember_gelu_tanh")
+_GELU_ERF = ("T x", "T y", "ACC v = (ACC)x; y = (T)(v * (ACC)0.5 * erfc(-v * (ACC)0.7071067811865476));",
+             "ember_gelu_erf")
+_GELU_TANH_BWD = ("T x, T g", "T o",
+                  "ACC v = (ACC)x; ACC t = tanh((ACC)0.7978845608028654 * (v + (ACC)0.044715 * v * v * v));"
+                  " ACC d = (ACC)0.5 * ((ACC)1 + t) + (ACC)0.5 * v * ((ACC)1 - t * t) * (ACC)0.7978845608028654"
+                  " * ((ACC)1 + (ACC)0.134145 * v * v); o = (T)((ACC)g * d);", "ember_gelu_tanh_backward")
+_GELU_ERF_BWD = ("T x, T g", "T o",
+                 "ACC v = (ACC)x; ACC d = (ACC)0.5 * erfc(-v * (ACC)0.7071067811865476)"
+                 " + v * exp((ACC)-0.5 * v * v) * (ACC)0.3989422804014327; o = (T)((ACC)g * d);",
+                 "ember_gelu_erf_backward")
+
+# a 16-bit float tensor with a Python scalar, in one pass: CuPy computes bfloat16 * 0.5 in float32 and
+# the result is cast back (two launches and a float32 temporary); here the scalar stays a float32, as
+# in PyTorch's kernels, and the result rounds once. "rscalar_*": the scalar is the left operand.
+_SCALAR = {f"{kind}_{name}": ("T x, float32 s", "T y", f"y = (T)({body});", f"ember_{kind}_{name}")
+           for name, sym in (("add", "+"), ("sub", "-"), ("mul", "*"), ("div", "/"))
+           for kind, body in (("scalar", f"(float)x {sym} s"), ("rscalar", f"s {sym} (float)x"))}
+
+_SPECS = {**_SCALAR, "col2im2d": _COL2IM_2D, "maxpool2d": _MAXPOOL_2D, "maxpool_backward": _MAXPOOL_BWD,
+          "relu_backward": _RELU_BWD, "running_update": _RUNNING, "sigmoid": _SIGMOID,
+          "gelu_tanh": _GELU_TANH, "gelu_erf": _GELU_ERF, "gelu_tanh_backward": _GELU_TANH_BWD,
+          "gelu_erf_backward": _GELU_ERF_BWD}
 _elementwise: dict = {}
 
 
 def elementwise(which: str, acc: str = "float"):
     """The CuPy ElementwiseKernel ``which`` ('col2im2d' with accumulator type ``acc``, 'maxpool2d',
-    'maxpool_backward', 'relu_backward', 'running_update', 'sigmoid'), built on first use; None when it cannot be
-    built (the caller falls back)."""
+    'maxpool_backward', 'relu_backward', 'running_update', 'sigmoid', 'gelu_tanh', 'gelu_erf' and their
+    '_backward's), built on first use; None when it cannot be built (the caller falls back)."""
     key = (which, acc)
     if key not in _elementwise:
         try:
@@ -450,6 +475,8 @@ def gemm_batched(xp, a, b, trans_a: bool = False, trans_b: bool = False, out=Non
         ob = b.swapaxes(-1, -2) if trans_b else b
         r = xp.matmul(oa, ob)
         r = r if r.ndim == 3 else r[None]
+        if r.dtype != a.dtype and a.dtype == b.dtype:  # numpy multiplies ml_dtypes' bfloat16 into float32
+            r = r.astype(a.dtype)
         if out is not None:
             out[...] = r
             return out

@@ -73,15 +73,26 @@ def build(xp) -> dict:
 
     def _bf16_matmul(a, b):
         """CuPy 14 multiplies bfloat16 as plain 2-d GEMMs only: fold a's batch dims into rows when b is
-        a matrix, otherwise compute in float32 (exact products of bfloat16 inputs) and round once."""
+        a matrix; batched products (attention's q @ kᵀ) go to one strided-batched cuBLAS GEMM
+        accumulating in float32 (cublas.matmul); without cuBLAS through ctypes, compute in float32
+        (exact products of bfloat16 inputs) and round once."""
         try:
             if a.ndim == 2 and b.ndim == 2:
-                return xp.matmul(a, b)
+                return _as(xp.matmul(a, b), a.dtype)
             if b.ndim == 2 and a.ndim > 2:
-                return xp.matmul(a.reshape(-1, a.shape[-1]), b).reshape(a.shape[:-1] + (b.shape[-1],))
+                r = xp.matmul(a.reshape(-1, a.shape[-1]), b).reshape(a.shape[:-1] + (b.shape[-1],))
+                return _as(r, a.dtype)
         except TypeError:  # a layout CuPy's bfloat16 GEMM refuses ("data type 'E' not understood")
             pass
+        if ct.gpu and a.ndim >= 2 and b.ndim >= 2 and b.dtype == a.dtype:
+            from . import cublas
+            if cublas.available():
+                return cublas.matmul(a, b)
         return xp.matmul(a.astype(np.float32), b.astype(np.float32)).astype(a.dtype)
+
+    def _as(r, dtype):
+        # numpy (the tests' stand-in for CuPy) multiplies ml_dtypes' bfloat16 into float32
+        return r if r.dtype == dtype else r.astype(dtype)
 
     ops = {"matmul": _matmul}
     ops.update(_decompositions(xp))
