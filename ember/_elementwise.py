@@ -722,6 +722,11 @@ def where(condition: Tensor, input=None, other=None) -> Tensor:
     d = dt.result_type(input, other)
     tensors = [v for v in (condition, input, other) if isinstance(v, Tensor)]
     device = same_device("where", *tensors)
+    if not isinstance(input, Tensor) and not isinstance(other, Tensor):
+        # two numbers: one becomes a 0-d tensor of the result dtype, so the backend's select has a
+        # typed operand (numpy would answer float64 for 2.5 where ember's result is float32)
+        from ._creation import full
+        input = full((), input, dtype=d, device=device)
     shape = broadcast_shapes(*(v._shape for v in tensors))
     ins = (condition,) + tuple(cast(v, d) if isinstance(v, Tensor) else _scalar_for(v, d) for v in (input, other))
     return run("where", ins, _EMPTY, shape, d, device)

@@ -153,6 +153,9 @@ def as_numpy(x):
         return (list if isinstance(x, list) else tuple)(as_numpy(v) for v in x)
     if isinstance(x, ember.Tensor):
         a = np.asarray(x.numpy(force=True))
+        # the backend's data must be what the tensor says it is (a float32 array behind a bfloat16 tensor
+        # would compare equal here and go wrong later, in memory use, speed and the ops that read bits)
+        assert a.dtype == x.dtype.np, f"the tensor says {x.dtype.name} but its data is {a.dtype}"
         return Res(a.astype(np.float32) if x.dtype is ember.bfloat16 else a.copy(), x.dtype.name, tuple(x.shape))
     if torch is not None and isinstance(x, torch.Tensor):
         t = x.detach()
