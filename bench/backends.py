@@ -2,7 +2,8 @@
 
     python bench/backends.py [--markdown FILE] [--quick]
 
-1. per-op overhead: ``a + b`` on 4 float32 elements, microseconds per op (10,000 ops, one sync);
+1. per-op overhead: ``a + b`` on 4 float32 elements, microseconds per op (10,000 ops, one sync; the
+   ember and PyTorch loops take turns over 15 rounds, medians);
 2. an elementwise op: ``a + b`` on 64M float32, GB/s counting two reads and one write;
 3. matmul float32 (TF32 off), float32 with TF32, bfloat16 at 4096³ and 8192³: TFLOP/s;
 4. conv2d 3x3 (batch 64, 128 -> 128 channels, 28x28, padding 1) forward, and forward plus backward,
@@ -27,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import statistics
 import sys
 import time
 
@@ -59,8 +61,22 @@ def per_op(table: Table, quick: bool) -> None:
     def loop_t():
         for _ in range(n):
             ta + tb
-    e = median_time(loop_e, repeats=5, sync=_sync_both) / n
-    t = median_time(loop_t, repeats=5, sync=_sync_both) / n
+    # the two loops take turns (15 rounds), so that a change in the host's load or clock during the run
+    # lands on both columns alike; medians of the rounds, and the median of the rounds' ratios
+    for loop in (loop_e, loop_t):
+        loop()
+    _sync_both()
+    es, ts = [], []
+    for _ in range(7 if quick else 15):
+        for loop, out in ((loop_e, es), (loop_t, ts)):
+            t0 = time.perf_counter()
+            loop()
+            _sync_both()
+            out.append((time.perf_counter() - t0) / n)
+    e, t = statistics.median(es), statistics.median(ts)
+    ratios = sorted(x / y for x, y in zip(es, ts))
+    print(f"# per-op rounds (ember/torch time): median {statistics.median(ratios):.2f}, "
+          f"range {ratios[0]:.2f}-{ratios[-1]:.2f} over {len(ratios)} interleaved rounds")
     table.add("per-op overhead a+b (4 elements)", e * 1e6, t * 1e6, "us", False)
 
 

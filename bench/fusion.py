@@ -13,8 +13,11 @@ CPU section (always):
 * the MNIST CNN training step (``ember.examples.mnist``'s model, Adam, batch 64), in steps/s;
 * the cold start: the first fused chain in a fresh cache directory (generation and C compile).
 
-GPU section: runs when ``ember.device("cuda")`` exists (the issue's GPU workloads), and says why
-not otherwise. torch.compile may be unavailable or fail on a machine: its column then says n/a.
+GPU section (``gpu``): runs when ``ember.device("cuda")`` exists (the issue's GPU workloads: the chain
+on 256M float32, softmax and layer_norm on (32768, 4096), in GB/s, ten calls per timed sample), and
+says why not otherwise. ``gpt2``: the GPT-2 124M training step (batch 8 x 1024 tokens, bf16 autocast,
+AdamW, dropout 0.1) in ms, and each column's first step (its cold start). torch.compile may be
+unavailable or fail on a machine: its column then says n/a.
 """
 
 from __future__ import annotations
@@ -261,11 +264,15 @@ def _flushed(fn, layer):
     return run
 
 
+INNER = 10  # GPU calls per timed sample
+
+
 def bench_gpu(repeats: int) -> None:
     """The issue's GPU workloads: the chain on 256M float32, softmax and layer_norm on (32768, 4096),
     for cuda:fused, ember's eager cuda, PyTorch eager and torch.compile, in GB/s (one read and one
-    write of every element). Timed from the first op to a device-wide synchronize (for cuda:fused
-    after forcing the flush, see _flushed)."""
+    write of every element). Throughput: each sample is INNER calls issued back to back, then a
+    device-wide synchronize (for cuda:fused after forcing each call's flush, see _flushed), as a
+    training loop issues work; every column is timed the same way."""
     try:
         dev = ember.device("cuda")
     except Exception as e:  # noqa: BLE001
@@ -301,18 +308,18 @@ def bench_gpu(repeats: int) -> None:
                 run(xf)
                 esync()
                 print(f"#   cuda:fused first call (generation + NVRTC compile): {time.perf_counter() - t0:.2f} s")
-                figs["fused"] = gb / median_time(lambda: run(xf), repeats=repeats, sync=esync)
+                figs["fused"] = gb / median_time(lambda: run(xf), inner=INNER, repeats=repeats, sync=esync)
             except Exception as e:  # noqa: BLE001 - report, keep the other columns
                 print(f"#   cuda:fused failed: {type(e).__name__}: {str(e)[:300]}")
                 figs["fused"] = None
         else:
             figs["fused"] = None
-        figs["ember"] = gb / median_time(lambda: fe(xe), repeats=repeats, sync=esync)
-        figs["torch"] = gb / median_time(lambda: ft(xt), repeats=repeats, sync=tsync)
+        figs["ember"] = gb / median_time(lambda: fe(xe), inner=INNER, repeats=repeats, sync=esync)
+        figs["torch"] = gb / median_time(lambda: ft(xt), inner=INNER, repeats=repeats, sync=tsync)
         try:
             c = torch.compile(ft)
             c(xt)
-            figs["compile"] = gb / median_time(lambda: c(xt), repeats=repeats, sync=tsync)
+            figs["compile"] = gb / median_time(lambda: c(xt), inner=INNER, repeats=repeats, sync=tsync)
         except Exception:  # noqa: BLE001
             figs["compile"] = None
         return figs
@@ -333,11 +340,142 @@ def bench_gpu(repeats: int) -> None:
         del a, af, at
 
 
+GPT2_BATCH, GPT2_SEQ = 8, 1024
+
+
+def _gpt2_torch(compiled: bool):
+    """GPT-2 124M in PyTorch with the same structure as ember.models.gpt2 (pre-norm blocks, tanh GELU,
+    dropout 0.1, tied head, scaled_dot_product_attention with is_causal), AdamW, bf16 autocast.
+    Returns (step, first_step_seconds)."""
+    tnn, F = torch.nn, torch.nn.functional
+
+    class Block(tnn.Module):
+        def __init__(self):
+            super().__init__()
+            self.ln_1, self.ln_2 = tnn.LayerNorm(768), tnn.LayerNorm(768)
+            self.c_attn, self.c_proj = tnn.Linear(768, 3 * 768), tnn.Linear(768, 768)
+            self.c_fc, self.mlp_proj = tnn.Linear(768, 3072), tnn.Linear(3072, 768)
+            self.drop = tnn.Dropout(0.1)
+
+        def forward(self, x):
+            b, s, e = x.shape
+            q, k, v = self.c_attn(self.ln_1(x)).view(b, s, 3, 12, 64).permute(2, 0, 3, 1, 4)
+            a = F.scaled_dot_product_attention(q, k, v, is_causal=True, dropout_p=0.1 if self.training else 0.0)
+            x = x + self.drop(self.c_proj(a.transpose(1, 2).reshape(b, s, e)))
+            return x + self.drop(self.mlp_proj(F.gelu(self.c_fc(self.ln_2(x)), approximate="tanh")))
+
+    class GPT2(tnn.Module):
+        def __init__(self):
+            super().__init__()
+            self.wte, self.wpe = tnn.Embedding(50257, 768), tnn.Embedding(1024, 768)
+            self.drop = tnn.Dropout(0.1)
+            self.h = tnn.ModuleList(Block() for _ in range(12))
+            self.ln_f = tnn.LayerNorm(768)
+            self.lm_head = tnn.Linear(768, 50257, bias=False)
+            self.lm_head.weight = self.wte.weight
+
+        def forward(self, idx):
+            x = self.drop(self.wte(idx) + self.wpe(torch.arange(idx.shape[1], device=idx.device)))
+            for blk in self.h:
+                x = blk(x)
+            return self.lm_head(self.ln_f(x))
+
+    torch.manual_seed(0)
+    model = GPT2().cuda()
+    opt = torch.optim.AdamW(model.parameters(), lr=3e-4)
+    x = torch.randint(0, 50257, (GPT2_BATCH, GPT2_SEQ), device="cuda")
+    y = torch.randint(0, 50257, (GPT2_BATCH, GPT2_SEQ), device="cuda")
+
+    def fwd_bwd(x, y):
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            loss = F.cross_entropy(model(x).view(-1, 50257).float(), y.view(-1))
+        loss.backward()
+        return loss
+
+    fb = torch.compile(fwd_bwd) if compiled else fwd_bwd
+
+    def step():
+        fb(x, y)
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+    t0 = time.perf_counter()
+    step()
+    torch.cuda.synchronize()
+    return step, time.perf_counter() - t0
+
+
+def _gpt2_ember(device: str, compiled: bool):
+    """ember.models.gpt2 (124M, dropout 0.1) on ``device``: AdamW, bf16 autocast, cross-entropy over
+    the vocabulary; ``compiled`` wraps the step in ember.compile (a CUDA graph on cuda devices).
+    Returns (step, first_step_seconds: for ember.compile the warm-up and both captures)."""
+    from ember.models.gpt2 import GPT2Config, GPT2LMHeadModel
+    ember.manual_seed(0)
+    model = GPT2LMHeadModel(GPT2Config()).to(device).train()
+    opt = ember.optim.AdamW(model.parameters(), lr=3e-4)
+    rng = np.random.default_rng(0)
+    x = ember.tensor(rng.integers(0, 50257, (GPT2_BATCH, GPT2_SEQ)), device=device)
+    y = ember.tensor(rng.integers(0, 50257, (GPT2_BATCH, GPT2_SEQ)), device=device)
+
+    def train_step(x, y):
+        opt.zero_grad()
+        with ember.autocast("cuda", dtype=ember.bfloat16):
+            logits = model(x).logits
+        loss = ember.nn.functional.cross_entropy(logits.view(-1, 50257).float(), y.view(-1))
+        loss.backward()
+        opt.step()
+        return loss
+
+    fn = ember.compile(train_step) if compiled else train_step
+    t0 = time.perf_counter()
+    for _ in range(3 if compiled else 1):  # ember.compile: warm-up, then two captures
+        fn(x, y)
+    import ember.cuda as ecuda
+    ecuda.synchronize()
+    first = time.perf_counter() - t0
+    return (lambda: fn(x, y)), first
+
+
+def bench_gpt2(repeats: int) -> None:
+    """The GPT-2 124M training step (batch 8 x 1024 tokens, bf16 autocast, AdamW, dropout 0.1) in ms a
+    step: cuda:fused, the same under ember.compile, ember's eager cuda, PyTorch eager and torch.compile;
+    then each column's first step (cold start: compiles and, for ember.compile, the captures)."""
+    if not torch.cuda.is_available():
+        print("# GPT-2 section skipped: PyTorch has no CUDA here")
+        return
+    try:
+        ember.device("cuda")
+    except Exception as e:  # noqa: BLE001
+        print(f"# GPT-2 section skipped: no ember CUDA device here ({type(e).__name__})")
+        return
+    import gc
+
+    import ember.cuda as ecuda
+    figs, cold = {}, {}
+    makers = {"fused": lambda: _gpt2_ember("cuda:fused", False), "compiled": lambda: _gpt2_ember("cuda:fused", True),
+              "ember": lambda: _gpt2_ember("cuda", False), "torch": lambda: _gpt2_torch(False),
+              "compile": lambda: _gpt2_torch(True)}
+    for name, make in makers.items():
+        sync = torch.cuda.synchronize if name in ("torch", "compile") else ecuda.synchronize
+        try:
+            step, cold[name] = make()
+            figs[name] = 1e3 * median_time(step, repeats=repeats, warmup=2, sync=sync)
+        except Exception as e:  # noqa: BLE001 - report, keep the other columns
+            print(f"#   GPT-2 {name} failed: {type(e).__name__}: {str(e)[:300]}")
+            figs[name] = cold[name] = None
+        step = None
+        gc.collect()
+        ecuda.empty_cache()
+        torch.cuda.empty_cache()
+        print(f"#   GPT-2 {name}: {figs[name]} ms a step, first step {cold[name]} s", flush=True)
+    row("GPT-2 124M step, 8x1024, bf16 (cuda)", "ms", **figs)
+    row("GPT-2 first step (cold start)", "s", **cold)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="smaller sizes and fewer repeats (a smoke run)")
     ap.add_argument("--markdown", action="store_true", help="also print the table as markdown")
-    ap.add_argument("--only", default="chain,mlp,cnn,cold,gpu",
+    ap.add_argument("--only", default="chain,mlp,cnn,cold,gpu,gpt2",
                     help="comma-separated sections to run (also: mlp-interleaved)")
     args = ap.parse_args(argv)
     only = set(args.only.split(","))
@@ -359,6 +497,8 @@ def main(argv=None) -> int:
         bench_cold_start()
     if "gpu" in only:
         bench_gpu(repeats)
+    if "gpt2" in only:
+        bench_gpt2(repeats)
     if args.markdown:
         keys = sorted({k for _, _, f in ROWS for k in f}, key=lambda k: ["fused", "compiled", "numpy", "ember",
                                                                           "torch", "compile"].index(k))
