@@ -103,8 +103,11 @@ def _norm_affine(fu, inputs, attrs):
     x, w, b = inputs
     dims, eps = tuple(attrs["dim"]), float(attrs["eps"])
     mean = _red(fu, "mean", x, dim=dims, keepdim=True, dtype=x.dtype)
-    var = _red(fu, "var", x, dim=dims, keepdim=True, correction=0)
-    y = _e(fu, "mul", _e(fu, "sub", x, mean), _e(fu, "rsqrt", _e(fu, "add", var, eps)))
+    # the biased variance from this mean (what var(correction=0) computes, two-pass): a var reduction
+    # would find its own mean again, a third block-wide reduction in the row kernel
+    dev = _e(fu, "sub", x, mean)
+    var = _red(fu, "mean", _e(fu, "mul", dev, dev), dim=dims, keepdim=True, dtype=x.dtype)
+    y = _e(fu, "mul", dev, _e(fu, "rsqrt", _e(fu, "add", var, eps)))
     if w is not None:
         y = _e(fu, "mul", y, w)
     if b is not None:
