@@ -284,6 +284,53 @@ def graph_pool_handle() -> _GraphPool:
     return _GraphPool(_need().cuda.MemoryPool())
 
 
+class _GraphRandom:
+    """Random numbers inside a CUDA graph from the default CUDA generator (PyTorch's graph-safe RNG).
+
+    While a graph captures, a random op's kernel reads the generator's key and a counter shift from a
+    small device array instead of taking them as arguments; the capture records the draws without
+    making them (the generator is put back where it was), and every replay first writes the key and
+    the shift for the generator's state then, and advances the generator by what the graph draws. So
+    replay k draws exactly the numbers an eager run of the captured code would draw at that point:
+    dropout masks change from replay to replay and follow ``ember.manual_seed``."""
+
+    _MASK = (1 << 64) - 1
+
+    def __init__(self, device_index: int):
+        import numpy as np
+
+        from . import _device, _random
+        cp = _need()
+        self.np = np
+        self.gen = _random._default_for(_device.device("cuda"))
+        self.seed0, self.offset0 = self.gen._seed, self.gen._offset
+        with cp.cuda.Device(device_index):
+            self.state = cp.zeros(4, np.uint64)  # key, 192-bit counter shift: outside the graph's pool
+        self.used = 0
+        from .backend import capture
+        capture.set_graph_random(self._lookup)
+
+    def _lookup(self, seed, offset):
+        g = self.gen
+        if seed == self.seed0 and g._seed == self.seed0 and offset is not None and self.offset0 <= offset < g._offset:
+            return self.state
+        return None  # another generator's numbers: the backend refuses the op
+
+    def end(self) -> None:
+        from .backend import capture
+        capture.set_graph_random(None)
+        self.used = self.gen._offset - self.offset0
+        self.gen._offset = self.offset0  # recorded, not drawn: each replay draws them
+
+    def before_replay(self) -> None:
+        if not self.used:
+            return
+        g, m = self.gen, self._MASK
+        shift = (g._offset - self.offset0) % (1 << 192)
+        self.state.set(self.np.array([g._seed & m, shift & m, (shift >> 64) & m, (shift >> 128) & m], self.np.uint64))
+        g._offset += self.used
+
+
 class CUDAGraph:
     """Captured CUDA work that one call replays (PyTorch's ``torch.cuda.CUDAGraph``).
 
@@ -298,6 +345,7 @@ class CUDAGraph:
         self._graph = None
         self._capture = None
         self._pool = None
+        self._random = None
 
     def capture_begin(self, pool: _GraphPool | None = None) -> None:
         """Start capturing on a side stream with a private memory pool (``pool`` to share one)."""
@@ -312,7 +360,13 @@ class CUDAGraph:
             raise RuntimeError("CUDAGraph.capture_begin: another capture is open (captures don't nest)")
         from .backend.cuda.graphs import Capture
         cap = Capture(current_device(), None if pool is None else pool._pool)
-        cap.begin()
+        self._random = _GraphRandom(current_device())
+        try:
+            cap.begin()
+        except BaseException:
+            self._random.end()
+            self._random = None
+            raise
         self._capture = cap
 
     def capture_end(self) -> None:
@@ -320,11 +374,17 @@ class CUDAGraph:
         if self._capture is None:
             raise RuntimeError("CUDAGraph.capture_end: no capture is open")
         cap, self._capture = self._capture, None
-        self._graph = cap.end()
+        try:
+            self._graph = cap.end()
+        finally:
+            self._random.end()
         self._pool = cap.pool
 
     def _abort(self) -> None:
         cap, self._capture = self._capture, None
+        if self._random is not None and cap is not None:
+            self._random.end()
+            self._random = None
         if cap is not None:
             try:
                 cap.end(keep=False)
@@ -335,6 +395,7 @@ class CUDAGraph:
         """Run the captured work again (asynchronously, on the current stream)."""
         if self._graph is None:
             raise RuntimeError("CUDAGraph.replay: nothing has been captured (use `with ember.cuda.graph(g): ...`)")
+        self._random.before_replay()  # the captured random ops' key and counter shift for this replay
         self._graph.launch()
 
     def reset(self) -> None:
@@ -343,6 +404,7 @@ class CUDAGraph:
             self._abort()
         self._graph = None
         self._pool = None
+        self._random = None
 
     def pool(self) -> _GraphPool:
         """The graph's private memory pool, to capture another graph that shares it."""
@@ -365,8 +427,9 @@ class graph:
     Rules (checked where ember can): run the code a few times before capturing it (kernels compile,
     optimizer state appears); inside the block nothing may read values back to the host (``.item()``,
     ``print``, control flow on values, ops that run on the host): those raise ``CaptureSyncError``, and
-    index-range and class-target checks are skipped; random ops are refused (a replay would repeat
-    their numbers). Python values (a learning rate, a step count) are frozen into the graph. Tensors
+    index-range and class-target checks are skipped; random ops from the default CUDA generator draw
+    fresh numbers at each replay (graph-safe, as an eager run would draw them), others are refused.
+    Python values (a learning rate, a step count) are frozen into the graph. Tensors
     created inside live in the graph's private pool and are overwritten by each replay.
     """
 

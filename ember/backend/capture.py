@@ -18,10 +18,12 @@ Two kinds of capture, one open at a time:
 
 from __future__ import annotations
 
-__all__ = ["CaptureSyncError", "capturing", "capturing_on", "refuse", "taint", "note_optimizer", "random_source"]
+__all__ = ["CaptureSyncError", "capturing", "capturing_on", "refuse", "taint", "note_optimizer", "random_source",
+           "graph_random_state", "set_graph_random"]
 
 _depth = [0]  # open CUDA graph captures (read directly by the CUDA backend: a list lookup per op)
 _compile: list = [None]  # the open ember.compile capture (an object with .device, .taint(), .optimizers)
+_graph_random: list = [None]  # while a CUDA graph captures: (seed, offset) -> device array or None
 
 
 class CaptureSyncError(RuntimeError):
@@ -79,6 +81,19 @@ def random_source(seed, offset):
     none handed them out (an explicit generator) or no capture is open."""
     c = _compile[0]
     return None if c is None else c.random_source(seed, offset)
+
+
+def graph_random_state(seed, offset):
+    """The device array a random op captured into a CUDA graph reads its key and counter shift from at
+    every replay (the graph's owner writes it before each replay, see ember.cuda.CUDAGraph), or None
+    when ``seed``/``offset`` weren't handed out by the generator the open capture follows."""
+    f = _graph_random[0]
+    return None if f is None else f(seed, offset)
+
+
+def set_graph_random(fn) -> None:
+    """Install (or, with None, remove) the open CUDA graph capture's answer to graph_random_state."""
+    _graph_random[0] = fn
 
 
 def note_optimizer(opt) -> None:

@@ -32,6 +32,9 @@ __all__ = ["Cuda", "make_stack", "OutOfMemoryError"]
 
 _capture_depth = capture._depth  # read on every op: a list lookup, not a call
 _RANDOM_OPS = frozenset({"rand", "randn", "randint", "bernoulli", "multinomial", "poisson", "randperm"})
+# random ops a CUDA graph can capture: their kernels read the stream's key and counter shift from device
+# memory that each replay rewrites (random.py), so every replay draws fresh numbers
+_GRAPH_RANDOM_OPS = frozenset({"rand", "randn", "randint", "bernoulli"})
 
 
 def _build_ops(xp, special) -> dict:
@@ -146,9 +149,10 @@ class Cuda:
     def _run_capturing(self, op, inputs, attrs):
         """``op`` while a CUDA graph is captured: ops that must read values on the host, and random ops
         (a replay would repeat their numbers), are refused with an error naming the op."""
-        if op in _RANDOM_OPS:
-            raise CaptureSyncError(f"random op {op!r} inside a CUDA graph capture: every replay would draw the same "
-                                   "numbers; draw them outside the captured region (into a static tensor)")
+        if op in _RANDOM_OPS and op not in _GRAPH_RANDOM_OPS:
+            raise CaptureSyncError(f"random op {op!r} inside a CUDA graph capture: it decides on the host from "
+                                   "its draws, which a replay can't repeat; draw it outside the captured region "
+                                   "(into a static tensor)")
         fn = self._ops.get(op)
         if fn is None:
             if op in self._host_ops:

@@ -9,7 +9,7 @@ cuBLAS calls during a capture, so ``cupy.matmul`` is ember's own cuBLAS call (cu
 from __future__ import annotations
 
 from .. import capture
-from . import cublas
+from . import cublas, random
 
 __all__ = ["Capture"]
 
@@ -30,6 +30,7 @@ class Capture:
         self.device.synchronize()  # work queued before the capture must not land inside it
         with self.device:  # cuBLAS handle and workspace for the capture's matmuls, allocated beforehand
             own_matmul = cublas.prepare(self.device.id)
+            self.random_ok = random.prepare_graphs()  # the Philox kernels, built and checked before capturing
         self._contexts = [self.device, cp.cuda.using_allocator(self.pool.malloc)]
         for c in self._contexts:
             c.__enter__()

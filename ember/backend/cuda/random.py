@@ -31,6 +31,7 @@ import warnings
 
 import numpy as np
 
+from .. import capture
 from ..numpy import random as reference
 from ._util import LOW
 from .indexing import HostPath
@@ -41,9 +42,8 @@ for _d in LOW:
     _SIGNIFICAND.setdefault(_d, 8)  # bfloat16
 
 _PHILOX = r"""
-extern "C" __global__ void ember_philox4x64(unsigned long long key, unsigned long long c0, unsigned long long c1,
-                                            unsigned long long c2, unsigned long long nwords,
-                                            unsigned long long* out) {
+__device__ void ember_philox_block(unsigned long long key, unsigned long long c0, unsigned long long c1,
+                                   unsigned long long c2, unsigned long long nwords, unsigned long long* out) {
     unsigned long long b = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x;  // a block of 4 words
     unsigned long long base = b * 4;
     if (base >= nwords) return;
@@ -63,52 +63,124 @@ extern "C" __global__ void ember_philox4x64(unsigned long long key, unsigned lon
     if (base + 2 < nwords) out[base + 2] = x2;
     if (base + 3 < nwords) out[base + 3] = x3;
 }
+
+extern "C" __global__ void ember_philox4x64(unsigned long long key, unsigned long long c0, unsigned long long c1,
+                                            unsigned long long c2, unsigned long long nwords,
+                                            unsigned long long* out) {
+    ember_philox_block(key, c0, c1, c2, nwords, out);
+}
+
+// inside a CUDA graph: the key and a 192-bit counter shift come from st (written before each replay),
+// so every replay draws the numbers an eager call would draw at the generator's state then
+extern "C" __global__ void ember_philox4x64_graph(unsigned long long c0, unsigned long long c1,
+                                                  unsigned long long c2, unsigned long long nwords,
+                                                  unsigned long long* out, const unsigned long long* st) {
+    unsigned long long s0 = c0 + st[1];
+    unsigned long long k0 = s0 < c0 ? 1 : 0;
+    unsigned long long t1 = c1 + st[2];
+    unsigned long long k1 = t1 < c1 ? 1 : 0;
+    unsigned long long s1 = t1 + k0;
+    k1 += s1 < t1 ? 1 : 0;
+    ember_philox_block(st[0], s0, s1, c2 + st[3] + k1, nwords, out);
+}
 """
 
 
 class _Words:
     """The reference's 64-bit words for (seed, offset, n), computed on the GPU."""
 
+    # the kernels and their checks are the process's (class attributes): a CUDA graph capture runs the
+    # checks before it starts (prepare_graphs), since nothing can be read back while it records
+    kernel = graph_kernel = None
+    ok = None  # None: not checked yet
+    graph_ok = False
+
     def __init__(self, xp):
         self.xp = xp
         self.gpu = xp is not np
-        self.kernel = None
-        self.ok = None  # None: not checked yet
 
     def __call__(self, seed: int, offset: int, n: int):
         if not self.gpu:  # testing on numpy: the reference's own words
             return np.array(reference._words(seed, offset, n), copy=True)
-        if self.ok is None:
-            self.ok = self._check()
-        if not self.ok or offset >> 192:
+        if _Words.ok is None:
+            _Words.ok = self._check()
+        if not _Words.ok or offset >> 192:
             raise HostPath
-        return self._run(seed, offset, n)
+        st = None
+        if capture._depth[0]:
+            st = capture.graph_random_state(seed, offset) if _Words.graph_ok else None
+            if st is None:
+                raise capture.CaptureSyncError(
+                    "a random op inside a CUDA graph capture draws from ember's default CUDA generator only "
+                    "(an explicit generator's numbers would repeat at every replay): draw them outside the "
+                    "captured region, or from the default generator")
+        return self._run(seed, offset, n, st)
 
-    def _run(self, seed, offset, n):
+    def graph_ready(self) -> bool:
+        """Whether random ops may be captured into a CUDA graph (the graph kernel passed its check)."""
+        if _Words.ok is None:
+            _Words.ok = self._check()
+        return bool(_Words.ok and _Words.graph_ok)
+
+    def _check_graph_form(self, cupy) -> None:
+        """The graph kernel: the counter shifted by the device array's shift (carries through all
+        three words) gives the reference's words there; a failure only keeps random ops out of graphs."""
+        try:
+            _Words.graph_kernel = cupy.RawKernel(_PHILOX, "ember_philox4x64_graph")
+            for seed, offset, n in _CHECKS:
+                for shift in (5, (1 << 64) - 1, (1 << 128) + (1 << 64) - 7):
+                    st = cupy.asarray(np.array([seed & _MASK64, shift & _MASK64, (shift >> 64) & _MASK64,
+                                                (shift >> 128) & _MASK64], np.uint64))
+                    got = cupy.asnumpy(self._run(0, offset, n, st))
+                    if not np.array_equal(got, reference._words(seed, (offset + shift) % (1 << 192), n)):
+                        raise AssertionError(f"graph words differ for seed={seed}, offset={offset}, shift={shift}")
+            _Words.graph_ok = True
+        except Exception as e:  # noqa: BLE001 - captures then refuse random ops, as before
+            warnings.warn(f"ember's CUDA Philox kernel for graphs is not used ({e}); random ops can't be "
+                          "captured into CUDA graphs", RuntimeWarning, stacklevel=4)
+            _Words.graph_ok = False
+
+    def _run(self, seed, offset, n, st=None):
+        """The words; with ``st`` (a CUDA graph capture) the key and a counter shift are read from that
+        device array at each replay (see capture.graph_random_state)."""
         xp = self.xp
         out = xp.empty(max(n, 0), np.uint64)
         if n:
             blocks = (n + 3) // 4
-            self.kernel(((blocks + 255) // 256,), (256,),
-                        (np.uint64(seed & _MASK64), np.uint64(offset & _MASK64),
-                         np.uint64((offset >> 64) & _MASK64), np.uint64((offset >> 128) & _MASK64),
-                         np.uint64(n), out))
+            counter = (np.uint64(offset & _MASK64), np.uint64((offset >> 64) & _MASK64),
+                       np.uint64((offset >> 128) & _MASK64))
+            grid = ((blocks + 255) // 256,)
+            if st is None:
+                self.kernel(grid, (256,), (np.uint64(seed & _MASK64), *counter, np.uint64(n), out))
+            else:
+                self.graph_kernel(grid, (256,), (*counter, np.uint64(n), out, st))
         return out
 
     def _check(self) -> bool:
         try:
             import cupy
-            self.kernel = cupy.RawKernel(_PHILOX, "ember_philox4x64")
-            for seed, offset, n in ((0x1234567890ABCDEF, (1 << 64) - 3, 1003), (7, 0, 9), (-5, 12345, 4),
-                                    (3, (1 << 128) | (41 << 64), 37), (3, (1 << 128) - 2, 17)):
+            _Words.kernel = cupy.RawKernel(_PHILOX, "ember_philox4x64")
+            for seed, offset, n in _CHECKS:
                 got = cupy.asnumpy(self._run(seed, offset, n))
                 if not np.array_equal(got, reference._words(seed, offset, n)):
                     raise AssertionError(f"words differ for seed={seed}, offset={offset}")
+            self._check_graph_form(cupy)
             return True
         except Exception as e:  # noqa: BLE001 - the host path gives the same numbers
             warnings.warn(f"ember's CUDA Philox kernel is not used ({e}); random ops run on the host",
                           RuntimeWarning, stacklevel=3)
             return False
+
+
+def prepare_graphs() -> bool:
+    """Build and check the Philox kernels (outside a capture): whether random ops can be captured."""
+    import cupy
+    return _Words(cupy).graph_ready()
+
+
+# (seed, offset, words) the kernels are checked on: counter carries across each of the three words
+_CHECKS = ((0x1234567890ABCDEF, (1 << 64) - 3, 1003), (7, 0, 9), (-5, 12345, 4), (3, (1 << 128) | (41 << 64), 37),
+           (3, (1 << 128) - 2, 17))
 
 
 def _private(offset: int) -> int:
