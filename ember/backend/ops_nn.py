@@ -14,6 +14,10 @@ OPS: dict[str, str] = {
     "relu_": "(x) -> relu written into x (in place); returns x",
     "relu_backward": "(y, grad) -> grad where the relu result y > 0 (or NaN), else 0; first-order only",
     "gelu_backward": "(x, grad) approximate -> grad * gelu'(x) ('none': erf form, 'tanh'); first-order only",
+    "adam_step_": "(param, grad, exp_avg, exp_avg_sq) lr, beta1, beta2, eps, weight_decay, decoupled, step -> "
+                  "one Adam (AdamW when decoupled) update of param, exp_avg and exp_avg_sq in place, as "
+                  "optim.Adam's loop computes it (step: the bias-correction count, already incremented); "
+                  "float tensors of one shape and dtype; returns param",
     "running_update_": "(stat, new) momentum, scale -> stat = (1 - momentum) * stat + momentum * scale * new "
                        "written into stat (batch norm's running statistics); new has stat's number of elements "
                        "in any shape and a float dtype; returns stat",

@@ -71,6 +71,8 @@ class Adam(Optimizer):
                         self._captured_update(p, g, state, lr, wd, eps, beta1, beta2, amsgrad, decoupled)
                         continue
                     t = step_count(state, p.device)
+                    if not amsgrad and _fused_step(p, g, state, lr, wd, eps, beta1, beta2, decoupled, t):
+                        continue
                     m, v = self._moments(p, g, state, lr, wd, beta1, beta2, amsgrad, decoupled)
                     step_size = lr / (1 - beta1 ** t)
                     denom = (v.sqrt() / math.sqrt(1 - beta2 ** t)).add_(eps)
@@ -106,6 +108,21 @@ class Adam(Optimizer):
         step_size = (1 - beta1 ** t).reciprocal().mul_(lr)
         denom = (v.sqrt() / (1 - beta2 ** t).sqrt()).add_(eps)
         p.sub_(m / denom * step_size)
+
+
+def _fused_step(p, g, state, lr, wd, eps, beta1, beta2, decoupled, t) -> bool:
+    """The update as one backend op where the backend has ``adam_step_`` (CUDA: one kernel instead of
+    about ten ops a parameter), for a parameter, gradient and moments of one dtype and shape; False
+    sends the caller to the op-by-op update (same formulas, same order)."""
+    be = p._device.backend
+    m, v = state["exp_avg"], state["exp_avg_sq"]
+    if not be.supports("adam_step_") or not (p._dtype is g._dtype is m._dtype is v._dtype) \
+            or not (p._shape == g._shape == m._shape == v._shape) or not p._dtype.is_floating_point:
+        return False
+    be.run("adam_step_", (p._h, g._h, m._h, v._h),
+           {"lr": float(lr), "beta1": float(beta1), "beta2": float(beta2), "eps": float(eps),
+            "weight_decay": float(wd), "decoupled": bool(decoupled), "step": float(t)})
+    return True
 
 
 class AdamW(Adam):

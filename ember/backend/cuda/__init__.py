@@ -23,7 +23,8 @@ from ..._dtype import _FROM_NP, from_numpy_dtype
 from .. import capture
 from ..base import PRIMITIVES, UnsupportedOp
 from ..capture import CaptureSyncError, refuse
-from . import activations, conv, creation, elementwise, indexing, linalg, movement, nn, pool, random, reduce, sorting
+from . import (activations, conv, creation, elementwise, indexing, linalg, movement, nn, optim, pool, random, reduce,
+               sorting)
 from .fallback import HostRunner
 from .indexing import HostPath
 from .memory import OutOfMemoryError, oom_error
@@ -53,6 +54,7 @@ def _build_ops(xp, special) -> dict:
     ops.update(conv.build(xp, mv, lin))
     ops.update(pool.build(xp))
     ops.update(random.build(xp))
+    ops.update(optim.build(xp))
     return ops
 
 

@@ -401,7 +401,18 @@ _SCALAR = {f"{kind}_{name}": ("T x, float32 s", "T y", f"y = (T)({body});", f"em
            for name, sym in (("add", "+"), ("sub", "-"), ("mul", "*"), ("div", "/"))
            for kind, body in (("scalar", f"(float)x {sym} s"), ("rscalar", f"s {sym} (float)x"))}
 
-_SPECS = {**_SCALAR, "col2im2d": _COL2IM_2D, "maxpool2d": _MAXPOOL_2D, "maxpool_backward": _MAXPOOL_BWD,
+# one Adam/AdamW step of a parameter in one pass (optim.Adam's formulas, in its order): weight decay,
+# the moments, then p -= lr / bc1 * m / (sqrt(v) / sqrt(bc2) + eps); the scalars come in float64
+_ADAM = ("T g, float64 lr, float64 b1, float64 b2, float64 eps, float64 wd, bool decoupled, float64 bc1, "
+         "float64 sqrt_bc2", "T p, T m, T v",
+         "ACC gg = (ACC)g; ACC pp = (ACC)p;"
+         " if (wd != 0.0) { if (decoupled) pp = pp * (ACC)(1.0 - lr * wd); else gg = gg + pp * (ACC)wd; }"
+         " ACC mm = (1.0 - b1 < 0.5) ? (ACC)m + (ACC)(1.0 - b1) * (gg - (ACC)m) : gg - (gg - (ACC)m) * (ACC)b1;"
+         " ACC vv = (ACC)v * (ACC)b2 + gg * gg * (ACC)(1.0 - b2);"
+         " ACC denom = sqrt(vv) / (ACC)sqrt_bc2 + (ACC)eps;"
+         " p = (T)(pp - (ACC)(lr / bc1) * (mm / denom)); m = (T)mm; v = (T)vv;", "ember_adam_step")
+
+_SPECS = {**_SCALAR, "adam_step": _ADAM, "col2im2d": _COL2IM_2D, "maxpool2d": _MAXPOOL_2D, "maxpool_backward": _MAXPOOL_BWD,
           "relu_backward": _RELU_BWD, "running_update": _RUNNING, "sigmoid": _SIGMOID,
           "gelu_tanh": _GELU_TANH, "gelu_erf": _GELU_ERF, "gelu_tanh_backward": _GELU_TANH_BWD,
           "gelu_erf_backward": _GELU_ERF_BWD}

@@ -1,0 +1,52 @@
+"""Optimizer steps of the CUDA backend: one Adam/AdamW update of a parameter as one kernel.
+
+``optim.Adam``'s eager loop issues about ten ops per parameter (weight decay, two moment updates, the
+square root, the division, the step); with ``adam_step_`` it issues one. The kernel follows the loop's
+formulas in its order (kernels._ADAM); on numpy (the tests' stand-in for CuPy) the same formulas run as
+array ops, which is also the path for dtypes the kernel doesn't take.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from . import kernels
+from ._util import LOW
+
+
+def build(xp) -> dict:
+    gpu = xp is not np
+
+    def _adam_step_(p, g, m, v, lr, beta1, beta2, eps, weight_decay, decoupled, step):
+        if not (p.shape == g.shape == m.shape == v.shape and p.dtype == g.dtype == m.dtype == v.dtype):
+            raise ValueError(f"adam_step_: param, grad and moments must share shape and dtype, got "
+                             f"{[(a.shape, str(a.dtype)) for a in (p, g, m, v)]}")
+        bc1 = 1.0 - beta1 ** step
+        sqrt_bc2 = math.sqrt(1.0 - beta2 ** step)
+        if gpu and (p.dtype in (np.float32, np.float64) or p.dtype in LOW) and all(
+                a.flags.c_contiguous for a in (p, g, m, v)):
+            acc = "double" if p.dtype == np.float64 else "float"
+            kern = kernels.elementwise("adam_step", acc)
+            if kern is not None:
+                try:
+                    kern(g, lr, beta1, beta2, eps, weight_decay, bool(decoupled), bc1, sqrt_bc2, p, m, v)
+                    return p
+                except xp.cuda.compiler.CompileException as e:  # compiled at first call: the array path
+                    kernels.unavailable("adam_step", e, acc)
+        t = p.dtype.type
+        if weight_decay != 0:
+            if decoupled:
+                p *= t(1 - lr * weight_decay)
+            else:
+                g = g + p * t(weight_decay)
+        w = 1 - beta1  # lerp(m, g, w) as the frontend computes it
+        m[...] = m + t(w) * (g - m) if w < 0.5 else g - (g - m) * t(1 - w)
+        v *= t(beta2)
+        v += g * g * t(1 - beta2)
+        denom = xp.sqrt(v) / t(sqrt_bc2) + t(eps)
+        p -= t(lr / bc1) * (m / denom)
+        return p
+
+    return {"adam_step_": _adam_step_}
