@@ -42,11 +42,9 @@ for _d in LOW:
     _SIGNIFICAND.setdefault(_d, 8)  # bfloat16
 
 _PHILOX = r"""
-__device__ void ember_philox_block(unsigned long long key, unsigned long long c0, unsigned long long c1,
-                                   unsigned long long c2, unsigned long long nwords, unsigned long long* out) {
-    unsigned long long b = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x;  // a block of 4 words
-    unsigned long long base = b * 4;
-    if (base >= nwords) return;
+// the 4 words of block b of the stream (key; counter c0..c2): Philox4x64-10 at counter + 1 + b
+__device__ void ember_philox_words(unsigned long long key, unsigned long long c0, unsigned long long c1,
+                                   unsigned long long c2, unsigned long long b, unsigned long long* w) {
     unsigned long long x0 = c0 + 1 + b;                 // numpy advances the counter before each block
     unsigned long long carry = x0 < c0 ? 1 : 0;
     unsigned long long x1 = c1 + carry;                 // carries through the 192 bits the ops use
@@ -58,10 +56,48 @@ __device__ void ember_philox_block(unsigned long long key, unsigned long long c0
         unsigned long long n0 = hi1 ^ x1 ^ k0, n2 = hi0 ^ x3 ^ k1;
         x0 = n0; x1 = lo1; x2 = n2; x3 = lo0;
     }
-    out[base] = x0;
-    if (base + 1 < nwords) out[base + 1] = x1;
-    if (base + 2 < nwords) out[base + 2] = x2;
-    if (base + 3 < nwords) out[base + 3] = x3;
+    w[0] = x0; w[1] = x1; w[2] = x2; w[3] = x3;
+}
+
+__device__ void ember_philox_block(unsigned long long key, unsigned long long c0, unsigned long long c1,
+                                   unsigned long long c2, unsigned long long nwords, unsigned long long* out) {
+    unsigned long long b = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x;  // a block of 4 words
+    unsigned long long base = b * 4;
+    if (base >= nwords) return;
+    unsigned long long w[4];
+    ember_philox_words(key, c0, c1, c2, b, w);
+    for (int j = 0; j < 4; ++j) if (base + j < nwords) out[base + j] = w[j];
+}
+
+// n uniforms in [0, 1) with m significant bits (m <= 24) as float32, straight from the words: uniform i is
+// the 32-bit half i % 2 (low first) of word i / 2, its top m bits times 2^-m (the words path's mapping)
+__device__ void ember_philox_unit32(unsigned long long key, unsigned long long c0, unsigned long long c1,
+                                    unsigned long long c2, unsigned long long n, int m, float* out) {
+    unsigned long long b = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x;  // 8 uniforms a block
+    unsigned long long base = b * 8;
+    if (base >= n) return;
+    unsigned long long w[4];
+    ember_philox_words(key, c0, c1, c2, b, w);
+    const float scale = ldexpf(1.0f, -m);
+    for (int j = 0; j < 8; ++j) {
+        if (base + j < n) {
+            unsigned int half = (unsigned int)(w[j / 2] >> (32 * (j % 2)));
+            out[base + j] = (float)(half >> (32 - m)) * scale;
+        }
+    }
+}
+
+// inside a CUDA graph: the key and a 192-bit counter shift come from st (written before each replay),
+// so every replay draws the numbers an eager call would draw at the generator's state then
+__device__ void ember_shift(const unsigned long long* st, unsigned long long& c0, unsigned long long& c1,
+                            unsigned long long& c2) {
+    unsigned long long s0 = c0 + st[1];
+    unsigned long long k0 = s0 < c0 ? 1 : 0;
+    unsigned long long t1 = c1 + st[2];
+    unsigned long long k1 = t1 < c1 ? 1 : 0;
+    unsigned long long s1 = t1 + k0;
+    k1 += s1 < t1 ? 1 : 0;
+    c2 = c2 + st[3] + k1; c1 = s1; c0 = s0;
 }
 
 extern "C" __global__ void ember_philox4x64(unsigned long long key, unsigned long long c0, unsigned long long c1,
@@ -70,18 +106,23 @@ extern "C" __global__ void ember_philox4x64(unsigned long long key, unsigned lon
     ember_philox_block(key, c0, c1, c2, nwords, out);
 }
 
-// inside a CUDA graph: the key and a 192-bit counter shift come from st (written before each replay),
-// so every replay draws the numbers an eager call would draw at the generator's state then
 extern "C" __global__ void ember_philox4x64_graph(unsigned long long c0, unsigned long long c1,
                                                   unsigned long long c2, unsigned long long nwords,
                                                   unsigned long long* out, const unsigned long long* st) {
-    unsigned long long s0 = c0 + st[1];
-    unsigned long long k0 = s0 < c0 ? 1 : 0;
-    unsigned long long t1 = c1 + st[2];
-    unsigned long long k1 = t1 < c1 ? 1 : 0;
-    unsigned long long s1 = t1 + k0;
-    k1 += s1 < t1 ? 1 : 0;
-    ember_philox_block(st[0], s0, s1, c2 + st[3] + k1, nwords, out);
+    ember_shift(st, c0, c1, c2);
+    ember_philox_block(st[0], c0, c1, c2, nwords, out);
+}
+
+extern "C" __global__ void ember_philox_unit32(unsigned long long key, unsigned long long c0, unsigned long long c1,
+                                               unsigned long long c2, unsigned long long n, int m, float* out) {
+    ember_philox_unit32(key, c0, c1, c2, n, m, out);
+}
+
+extern "C" __global__ void ember_philox_unit32_graph(unsigned long long c0, unsigned long long c1,
+                                                     unsigned long long c2, unsigned long long n, int m, float* out,
+                                                     const unsigned long long* st) {
+    ember_shift(st, c0, c1, c2);
+    ember_philox_unit32(st[0], c0, c1, c2, n, m, out);
 }
 """
 
@@ -91,9 +132,10 @@ class _Words:
 
     # the kernels and their checks are the process's (class attributes): a CUDA graph capture runs the
     # checks before it starts (prepare_graphs), since nothing can be read back while it records
-    kernel = graph_kernel = None
+    kernel = graph_kernel = unit_kernel = unit_graph_kernel = None
     ok = None  # None: not checked yet
     graph_ok = False
+    unit_ok = False  # the float32 form (uniforms straight from the words) passed its check
 
     def __init__(self, xp):
         self.xp = xp
@@ -106,15 +148,44 @@ class _Words:
             _Words.ok = self._check()
         if not _Words.ok or offset >> 192:
             raise HostPath
-        st = None
-        if capture._depth[0]:
-            st = capture.graph_random_state(seed, offset) if _Words.graph_ok else None
+        return self._run(seed, offset, n, self._graph_state(seed, offset))
+
+    @staticmethod
+    def _graph_state(seed, offset):
+        """None outside a CUDA graph capture; inside one, the device array the captured kernel reads
+        its key and counter shift from (or CaptureSyncError when the op can't be captured)."""
+        if not capture._depth[0]:
+            return None
+        st = capture.graph_random_state(seed, offset) if _Words.graph_ok else None
+        if st is None:
+            raise capture.CaptureSyncError(
+                "a random op inside a CUDA graph capture draws from ember's default CUDA generator only "
+                "(an explicit generator's numbers would repeat at every replay): draw them outside the "
+                "captured region, or from the default generator")
+        return st
+
+    def unit32(self, seed: int, offset: int, n: int, m: int):
+        """n uniforms with m <= 24 significant bits as float32, one kernel (the words path's numbers);
+        None where the float32 form isn't available (the caller takes the words path)."""
+        if not self.gpu:
+            return None
+        if _Words.ok is None:
+            _Words.ok = self._check()
+        if not (_Words.ok and _Words.unit_ok) or offset >> 192:
+            return None
+        return self._run_unit(seed, offset, n, m, self._graph_state(seed, offset))
+
+    def _run_unit(self, seed, offset, n, m, st=None):
+        out = self.xp.empty(max(n, 0), np.float32)
+        if n:
+            counter = (np.uint64(offset & _MASK64), np.uint64((offset >> 64) & _MASK64),
+                       np.uint64((offset >> 128) & _MASK64))
+            grid = (((n + 7) // 8 + 255) // 256,)
             if st is None:
-                raise capture.CaptureSyncError(
-                    "a random op inside a CUDA graph capture draws from ember's default CUDA generator only "
-                    "(an explicit generator's numbers would repeat at every replay): draw them outside the "
-                    "captured region, or from the default generator")
-        return self._run(seed, offset, n, st)
+                self.unit_kernel(grid, (256,), (np.uint64(seed & _MASK64), *counter, np.uint64(n), np.int32(m), out))
+            else:
+                self.unit_graph_kernel(grid, (256,), (*counter, np.uint64(n), np.int32(m), out, st))
+        return out
 
     def graph_ready(self) -> bool:
         """Whether random ops may be captured into a CUDA graph (the graph kernel passed its check)."""
@@ -139,6 +210,30 @@ class _Words:
             warnings.warn(f"ember's CUDA Philox kernel for graphs is not used ({e}); random ops can't be "
                           "captured into CUDA graphs", RuntimeWarning, stacklevel=4)
             _Words.graph_ok = False
+
+    def _check_unit_form(self, cupy) -> None:
+        """The float32 form against the words path's mapping (and its graph variant against the shifted
+        words); a failure only keeps rand/randn/bernoulli on the words path."""
+        try:
+            _Words.unit_kernel = cupy.RawKernel(_PHILOX, "ember_philox_unit32")
+            _Words.unit_graph_kernel = cupy.RawKernel(_PHILOX, "ember_philox_unit32_graph")
+            for seed, offset, n in _CHECKS:
+                for m in (24, 11, 8):
+                    halves = np.asarray(reference._words(seed, offset, (n + 1) // 2)).view(np.uint32)[:n]
+                    want = (halves >> np.uint32(32 - m)).astype(np.float32) * np.float32(2.0 ** -m)
+                    if not np.array_equal(cupy.asnumpy(self._run_unit(seed, offset, n, m)), want):
+                        raise AssertionError(f"uniforms differ for seed={seed}, offset={offset}, m={m}")
+                shift = (1 << 64) + 3
+                st = cupy.asarray(np.array([seed & _MASK64, shift & _MASK64, (shift >> 64) & _MASK64, 0], np.uint64))
+                halves = np.asarray(reference._words(seed, (offset + shift) % (1 << 192), (n + 1) // 2)).view(np.uint32)[:n]
+                want = (halves >> np.uint32(8)).astype(np.float32) * np.float32(2.0 ** -24)
+                if not np.array_equal(cupy.asnumpy(self._run_unit(0, offset, n, 24, st)), want):
+                    raise AssertionError(f"graph uniforms differ for seed={seed}, offset={offset}")
+            _Words.unit_ok = True
+        except Exception as e:  # noqa: BLE001 - the words path gives the same numbers
+            warnings.warn(f"ember's CUDA float32 Philox kernel is not used ({e}); uniforms take the words path",
+                          RuntimeWarning, stacklevel=4)
+            _Words.unit_ok = False
 
     def _run(self, seed, offset, n, st=None):
         """The words; with ``st`` (a CUDA graph capture) the key and a counter shift are read from that
@@ -165,6 +260,7 @@ class _Words:
                 if not np.array_equal(got, reference._words(seed, offset, n)):
                     raise AssertionError(f"words differ for seed={seed}, offset={offset}")
             self._check_graph_form(cupy)
+            self._check_unit_form(cupy)
             return True
         except Exception as e:  # noqa: BLE001 - the host path gives the same numbers
             warnings.warn(f"ember's CUDA Philox kernel is not used ({e}); random ops run on the host",
@@ -202,6 +298,9 @@ def build(xp) -> dict:
         m = _SIGNIFICAND[np.dtype(npdtype)]
         if m == 53:
             return (words(seed, offset, n) >> np.uint64(11)).astype(np.float64) * 2.0 ** -53
+        u = words.unit32(seed, offset, n, m)  # one kernel from counters to floats (dropout's masks)
+        if u is not None:
+            return u
         w = words(seed, offset, (n + 1) // 2)
         halves = w.view(np.uint32)[:n]  # (low half, high half) of each word: the GPU is little-endian
         return (halves >> np.uint32(32 - m)).astype(np.float32) * np.float32(2.0 ** -m)
