@@ -244,3 +244,68 @@ def test_adam_uses_the_one_op_update_and_trains_like_the_cpu():
     assert calls.count("adam_step_") == 4 * 4 and "lerp_" not in calls
     for a, b in zip(run("cpu"), sim):
         np.testing.assert_allclose(b, a, rtol=1e-5, atol=1e-6)
+
+
+# The CUDA Philox modules compiled by the host C++ compiler against stand-ins for CUDA's built-ins, their
+# kernels run thread by thread: syntax, names and the counter arithmetic are checked without a GPU (the GPU
+# checks its kernels against numpy's Philox again at first use).
+_CUDA_STUB = r"""
+#include <math.h>
+#define __device__ static
+#define __global__
+struct ember_dim3 { unsigned long long x; };
+static ember_dim3 blockIdx, threadIdx, blockDim;
+static unsigned long long __umul64hi(unsigned long long a, unsigned long long b) {
+    return (unsigned long long)(((unsigned __int128)a * b) >> 64); }
+"""
+_DRIVER = r"""
+extern "C" void run(unsigned long long key, unsigned long long c0, unsigned long long c1, unsigned long long c2,
+                    unsigned long long n, int m, void* out, const unsigned long long* st, unsigned long long per) {
+    blockDim.x = 256;
+    for (unsigned long long t = 0; t < (n + per - 1) / per; ++t) {
+        blockIdx.x = t / 256; threadIdx.x = t % 256; CALL; } }
+"""
+
+
+def _host_kernel(tmp_path, name, source, call):
+    import ctypes
+    import shutil
+    import subprocess
+    cxx = shutil.which("g++") or shutil.which("clang++")
+    if cxx is None:
+        pytest.skip("no host C++ compiler")
+    src, lib = tmp_path / f"{name}.cpp", tmp_path / f"{name}.so"
+    src.write_text(_CUDA_STUB + source + _DRIVER.replace("CALL", call))
+    subprocess.run([cxx, "-shared", "-fPIC", "-O1", "-o", str(lib), str(src)], check=True, capture_output=True)
+    return ctypes.CDLL(str(lib)).run
+
+
+@pytest.mark.parametrize("form", ["words", "words_graph", "unit32", "unit32_graph"])
+def test_philox_cuda_kernels_compute_numpys_stream_on_the_host(tmp_path, form):
+    import ctypes
+
+    from ember.backend.cuda import random as cr
+    from ember.backend.numpy import random as ref
+    calls = {"words": (cr._PHILOX, "ember_philox4x64(key, c0, c1, c2, n, (unsigned long long*)out)", 4),
+             "words_graph": (cr._PHILOX_GRAPH, "ember_philox4x64_graph(c0, c1, c2, n, (unsigned long long*)out, st)", 4),
+             "unit32": (cr._PHILOX_UNIT, "ember_philox_unit32(key, c0, c1, c2, n, m, (float*)out)", 8),
+             "unit32_graph": (cr._PHILOX_UNIT, "ember_philox_unit32_graph(c0, c1, c2, n, m, (float*)out, st)", 8)}
+    source, call, per = calls[form]
+    run = _host_kernel(tmp_path, form, source, call)
+    mask, u64 = (1 << 64) - 1, ctypes.c_ulonglong
+    graph = form.endswith("graph")
+    for seed, offset, n in cr._CHECKS:
+        for shift in ((5, (1 << 64) - 1, (1 << 128) + (1 << 64) - 7) if graph else (0,)):
+            st = np.array([seed & mask, shift & mask, (shift >> 64) & mask, (shift >> 128) & mask], np.uint64)
+            at = (offset + shift) % (1 << 192)
+            for m in ((24, 11, 8) if form.startswith("unit") else (0,)):
+                out = np.zeros(n, np.float32 if m else np.uint64)
+                run(u64(seed & mask), u64(offset & mask), u64((offset >> 64) & mask), u64((offset >> 128) & mask),
+                    u64(n), ctypes.c_int(m), out.ctypes.data_as(ctypes.c_void_p),
+                    st.ctypes.data_as(ctypes.c_void_p), u64(per))
+                if m:
+                    halves = np.asarray(ref._words(seed, at, (n + 1) // 2)).view(np.uint32)[:n]
+                    want = (halves >> np.uint32(32 - m)).astype(np.float32) * np.float32(2.0 ** -m)
+                else:
+                    want = np.asarray(ref._words(seed, at, n))
+                np.testing.assert_array_equal(out, want, err_msg=f"{form} seed={seed} offset={offset} m={m}")

@@ -41,7 +41,9 @@ _SIGNIFICAND = {np.dtype(np.float64): 53, np.dtype(np.float32): 24, np.dtype(np.
 for _d in LOW:
     _SIGNIFICAND.setdefault(_d, 8)  # bfloat16
 
-_PHILOX = r"""
+# Three CUDA modules from shared pieces, so that the graph and float32 forms, should they fail to build
+# on some toolkit, leave the checked word kernel working (a module with an error builds none of its kernels)
+_WORDS_FN = r"""
 // the 4 words of block b of the stream (key; counter c0..c2): Philox4x64-10 at counter + 1 + b
 __device__ void ember_philox_words(unsigned long long key, unsigned long long c0, unsigned long long c1,
                                    unsigned long long c2, unsigned long long b, unsigned long long* w) {
@@ -59,8 +61,8 @@ __device__ void ember_philox_words(unsigned long long key, unsigned long long c0
     w[0] = x0; w[1] = x1; w[2] = x2; w[3] = x3;
 }
 
-__device__ void ember_philox_block(unsigned long long key, unsigned long long c0, unsigned long long c1,
-                                   unsigned long long c2, unsigned long long nwords, unsigned long long* out) {
+__device__ void ember_words_block(unsigned long long key, unsigned long long c0, unsigned long long c1,
+                                  unsigned long long c2, unsigned long long nwords, unsigned long long* out) {
     unsigned long long b = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x;  // a block of 4 words
     unsigned long long base = b * 4;
     if (base >= nwords) return;
@@ -69,10 +71,13 @@ __device__ void ember_philox_block(unsigned long long key, unsigned long long c0
     for (int j = 0; j < 4; ++j) if (base + j < nwords) out[base + j] = w[j];
 }
 
+"""
+
+_UNIT_FN = r"""
 // n uniforms in [0, 1) with m significant bits (m <= 24) as float32, straight from the words: uniform i is
 // the 32-bit half i % 2 (low first) of word i / 2, its top m bits times 2^-m (the words path's mapping)
-__device__ void ember_philox_unit32(unsigned long long key, unsigned long long c0, unsigned long long c1,
-                                    unsigned long long c2, unsigned long long n, int m, float* out) {
+__device__ void ember_unit32_block(unsigned long long key, unsigned long long c0, unsigned long long c1,
+                                   unsigned long long c2, unsigned long long n, int m, float* out) {
     unsigned long long b = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x;  // 8 uniforms a block
     unsigned long long base = b * 8;
     if (base >= n) return;
@@ -97,32 +102,40 @@ __device__ void ember_shift(const unsigned long long* st, unsigned long long& c0
     unsigned long long k1 = t1 < c1 ? 1 : 0;
     unsigned long long s1 = t1 + k0;
     k1 += s1 < t1 ? 1 : 0;
-    c2 = c2 + st[3] + k1; c1 = s1; c0 = s0;
+    c2 = c2 + st[3] + k1;
+    c1 = s1;
+    c0 = s0;
 }
+"""
 
+_PHILOX = _WORDS_FN + r"""
 extern "C" __global__ void ember_philox4x64(unsigned long long key, unsigned long long c0, unsigned long long c1,
                                             unsigned long long c2, unsigned long long nwords,
                                             unsigned long long* out) {
-    ember_philox_block(key, c0, c1, c2, nwords, out);
+    ember_words_block(key, c0, c1, c2, nwords, out);
 }
+"""
 
+_PHILOX_GRAPH = _WORDS_FN + _UNIT_FN + r"""
 extern "C" __global__ void ember_philox4x64_graph(unsigned long long c0, unsigned long long c1,
                                                   unsigned long long c2, unsigned long long nwords,
                                                   unsigned long long* out, const unsigned long long* st) {
     ember_shift(st, c0, c1, c2);
-    ember_philox_block(st[0], c0, c1, c2, nwords, out);
+    ember_words_block(st[0], c0, c1, c2, nwords, out);
 }
+"""
 
+_PHILOX_UNIT = _WORDS_FN + _UNIT_FN + r"""
 extern "C" __global__ void ember_philox_unit32(unsigned long long key, unsigned long long c0, unsigned long long c1,
                                                unsigned long long c2, unsigned long long n, int m, float* out) {
-    ember_philox_unit32(key, c0, c1, c2, n, m, out);
+    ember_unit32_block(key, c0, c1, c2, n, m, out);
 }
 
 extern "C" __global__ void ember_philox_unit32_graph(unsigned long long c0, unsigned long long c1,
                                                      unsigned long long c2, unsigned long long n, int m, float* out,
                                                      const unsigned long long* st) {
     ember_shift(st, c0, c1, c2);
-    ember_philox_unit32(st[0], c0, c1, c2, n, m, out);
+    ember_unit32_block(st[0], c0, c1, c2, n, m, out);
 }
 """
 
@@ -197,7 +210,7 @@ class _Words:
         """The graph kernel: the counter shifted by the device array's shift (carries through all
         three words) gives the reference's words there; a failure only keeps random ops out of graphs."""
         try:
-            _Words.graph_kernel = cupy.RawKernel(_PHILOX, "ember_philox4x64_graph")
+            _Words.graph_kernel = cupy.RawKernel(_PHILOX_GRAPH, "ember_philox4x64_graph")
             for seed, offset, n in _CHECKS:
                 for shift in (5, (1 << 64) - 1, (1 << 128) + (1 << 64) - 7):
                     st = cupy.asarray(np.array([seed & _MASK64, shift & _MASK64, (shift >> 64) & _MASK64,
@@ -215,8 +228,8 @@ class _Words:
         """The float32 form against the words path's mapping (and its graph variant against the shifted
         words); a failure only keeps rand/randn/bernoulli on the words path."""
         try:
-            _Words.unit_kernel = cupy.RawKernel(_PHILOX, "ember_philox_unit32")
-            _Words.unit_graph_kernel = cupy.RawKernel(_PHILOX, "ember_philox_unit32_graph")
+            _Words.unit_kernel = cupy.RawKernel(_PHILOX_UNIT, "ember_philox_unit32")
+            _Words.unit_graph_kernel = cupy.RawKernel(_PHILOX_UNIT, "ember_philox_unit32_graph")
             for seed, offset, n in _CHECKS:
                 for m in (24, 11, 8):
                     halves = np.asarray(reference._words(seed, offset, (n + 1) // 2)).view(np.uint32)[:n]
