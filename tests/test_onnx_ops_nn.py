@@ -575,3 +575,13 @@ def test_group_normalization_opset18_per_group_scale():
     np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-6)
     with pytest.raises(OnnxOpError, match="groups"):
         ops.group_normalization(_e(x), _e(s), _e(b), num_groups=4)
+
+
+def test_attention_makes_its_constants_on_the_inputs_device():
+    """The causal frontier, window and bias constants live on the inputs' device (an imported model
+    may run anywhere): on "cpu:compiled" the op runs and matches the plain CPU's result."""
+    vals = [rng.standard_normal(s).astype(np.float32) for s in ((1, 2, 3, 4), (1, 2, 5, 4), (1, 2, 5, 4))]
+    want = ops.attention(*[ember.tensor(v) for v in vals], is_causal=1, softcap=3.0)
+    got = ops.attention(*[ember.tensor(v, device="cpu:compiled") for v in vals], is_causal=1, softcap=3.0)
+    assert got.device == "cpu:compiled"
+    np.testing.assert_allclose(got.cpu().numpy(), want.numpy(), rtol=1e-5, atol=1e-6)

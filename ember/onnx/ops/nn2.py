@@ -271,7 +271,8 @@ def attention(Q: Tensor, K: Tensor, V: Tensor, attn_mask: Tensor | None = None, 
     present_k, present_v = K, V
     Lq, Lk = Q.shape[2], K.shape[2]
     neg = float("-inf")
-    bias = ember.zeros((Lq, Lk), dtype=dt)
+    dev = Q.device  # every constant beside the inputs (a model may run on any device)
+    bias = ember.zeros((Lq, Lk), dtype=dt, device=dev)
     if attn_mask is not None:
         m = attn_mask
         if m.shape[-1] < Lk:  # masks may cover only the new keys' prefix: pad as masked
@@ -281,7 +282,7 @@ def attention(Q: Tensor, K: Tensor, V: Tensor, attn_mask: Tensor | None = None, 
             if attn_mask.dtype == ember.bool:
                 m = m != 0
         if m.dtype == ember.bool:
-            m = ember.where(m, ember.zeros((), dtype=dt), ember.full((), neg, dtype=dt))
+            m = ember.where(m, ember.zeros((), dtype=dt, device=dev), ember.full((), neg, dtype=dt, device=dev))
         bias = bias + m.to(dt)
     if nonpad_kv_seqlen is not None and past_key is not None:
         raise OnnxOpError("ONNX Attention: nonpad_kv_seqlen cannot be combined with past_key/past_value")
@@ -290,25 +291,25 @@ def attention(Q: Tensor, K: Tensor, V: Tensor, attn_mask: Tensor | None = None, 
         offset = (nonpad_kv_seqlen.to(ember.int64) - Lq).reshape(-1, 1, 1, 1)
     else:
         offset = past_key.shape[2] if past_key is not None else 0
-    i = ember.arange(Lq, dtype=ember.int64).reshape(Lq, 1)
-    j = ember.arange(Lk, dtype=ember.int64).reshape(1, Lk)
+    i = ember.arange(Lq, dtype=ember.int64, device=dev).reshape(Lq, 1)
+    j = ember.arange(Lk, dtype=ember.int64, device=dev).reshape(1, Lk)
     allowed = None
     if is_causal:
         allowed = j <= i + offset
     if left_window_size >= 0 or right_window_size >= 0:
         diff = i + offset - j
-        w = ember.ones(diff.shape, dtype=ember.bool)
+        w = ember.ones(diff.shape, dtype=ember.bool, device=dev)
         if left_window_size >= 0:
             w = w & (diff <= left_window_size)
         if right_window_size >= 0:
             w = w & (-diff <= right_window_size)
         allowed = w if allowed is None else allowed & w
     if allowed is not None:
-        bias = bias + ember.where(allowed, ember.zeros((), dtype=dt), ember.full((), neg, dtype=dt))
+        bias = bias + ember.where(allowed, ember.zeros((), dtype=dt, device=dev), ember.full((), neg, dtype=dt, device=dev))
     if nonpad_kv_seqlen is not None:
-        keep = ember.arange(Lk, dtype=ember.int64).reshape(1, 1, 1, Lk) < \
+        keep = ember.arange(Lk, dtype=ember.int64, device=dev).reshape(1, 1, 1, Lk) < \
             nonpad_kv_seqlen.to(ember.int64).reshape(-1, 1, 1, 1)
-        bias = bias + ember.where(keep, ember.zeros((), dtype=dt), ember.full((), neg, dtype=dt))
+        bias = bias + ember.where(keep, ember.zeros((), dtype=dt, device=dev), ember.full((), neg, dtype=dt, device=dev))
     hq, hk = Q.shape[1], K.shape[1]
     if hq != hk:
         if hq % hk or V.shape[1] != hk:
