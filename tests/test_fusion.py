@@ -442,3 +442,24 @@ def test_failed_flush_names_the_op_and_recovers(monkeypatch):
         w.numpy()
     monkeypatch.setattr(fu.inner, "run", inner_run)
     np.testing.assert_array_equal((z * 3).numpy(), [3, 6])
+
+
+def test_max_of_a_recomputed_value_keeps_its_gradient():
+    """amax's gradient picks the elements equal to the maximum, so the maximum and that comparison must
+    see one computation of the input: a softcapped, causally masked score row (tanh, computed by several
+    kernels of one flush) gets torch's gradient on cpu:fused, not NaN."""
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(0)
+    xv, gv = rng.standard_normal((2, 3, 5)), rng.standard_normal((2, 3, 5))
+    bias = np.where(np.arange(5)[None, :] <= np.arange(3)[:, None], 0.0, -np.inf)
+
+    def grad(lib, dev=None):
+        kw = {} if dev is None else {"device": dev}
+        x = lib.tensor(xv, requires_grad=True, **kw)
+        s = (x / 3.0).tanh() * 3.0 + lib.tensor(bias, **kw)
+        e = (s - s.amax(dim=-1, keepdim=True)).exp()
+        e.backward(lib.tensor(gv, **kw))
+        return x.grad.numpy()
+    got, want = grad(ember, "cpu:fused"), grad(torch)
+    assert not np.isnan(got).any()
+    np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-12)

@@ -31,7 +31,7 @@ import weakref
 
 from ..._shape import contiguous_strides
 from . import codegen, products, rowgen
-from .graph import FH, Buf, loads
+from .graph import FH, Buf, N, load, loads
 
 
 class Task:
@@ -139,18 +139,25 @@ def _build(fu, writes: dict, live: list, serial: int) -> Plan:
             buf = Buf(None, fh.shape, fh.dtype, producer=fh.node)
         live_bufs.append(buf)
         need(buf)
-    k = 0
-    while k < len(tasks):  # discover loads and dependencies (tasks grows as buffers are found)
-        t = tasks[k]
-        k += 1
-        for n in loads(t.tree.args[0] if t.kind == "red" else t.tree):
-            b = n.args[0]
-            if b.arr is None:
-                d = need(b)
-                if d is not t and d not in t.deps:
-                    t.deps.append(d)
-            else:
-                t.loads.append(n)
+    def discover():
+        k = 0
+        while k < len(tasks):  # discover loads and dependencies (tasks grows as buffers are found)
+            t = tasks[k]
+            k += 1
+            for n in loads(t.tree.args[0] if t.kind == "red" else t.tree):
+                b = n.args[0]
+                if b.arr is None:
+                    d = need(b)
+                    if d is not t and d not in t.deps:
+                        t.deps.append(d)
+                else:
+                    t.loads.append(n)
+
+    discover()
+    if _materialise_extreme_inputs(tasks, by_buf):
+        for t in tasks:
+            t.deps, t.loads = [], []
+        discover()
     live_ids = {id(b) for b in live_bufs if b is not None}
     products.choose_layouts(tasks, live_ids)
     for t in tasks:
@@ -273,6 +280,79 @@ def _build(fu, writes: dict, live: list, serial: int) -> Plan:
     for t in tasks:
         t.buf.producer = None
     return plan
+
+
+_EXTREMES = frozenset({"amax", "amin", "max", "min"})
+
+
+def _materialise_extreme_inputs(tasks: list, by_buf: dict) -> bool:
+    """One computation for the input of a max/min reduction that other kernels of the flush also
+    compute (when it involves libm functions): it is written once and every consumer reads it. Two
+    kernels computing the same ``tanh`` may differ in the last bit (the C target's vectorised libmvec
+    and scalar libm), and amax's gradient selects the elements equal to the maximum: a maximum of one
+    kernel's values compared with another's matches nothing, and the gradient is 0/0 (found: ONNX
+    Attention with a softcap on cpu:fused). True when trees were rewritten."""
+    args = {}
+    for t in tasks:
+        if t.kind == "red" and t.tree.attrs[0] in _EXTREMES and t.tree.args[0].op not in ("ld", "sc"):
+            args[id(t.tree.args[0])] = t.tree.args[0]
+    if not args:
+        return False
+    users: dict = {}  # id(arg) -> tasks whose trees contain it
+    for t in tasks:
+        if t.kind == "mm":
+            continue
+        for n in _nodes(t.tree):
+            if id(n) in args:
+                users.setdefault(id(n), set()).add(id(t))
+    shared = {i: n for i, n in args.items() if len(users.get(i, ())) > 1 and _has_libm(n)}
+    if not shared:
+        return False
+    written = {}
+    for i, n in shared.items():
+        buf = Buf(None, n.shape, n.dtype, producer=n)
+        t = Task("ew", buf, n)
+        by_buf[id(buf)] = t
+        tasks.append(t)
+        written[i] = load(buf, n.shape, tuple(contiguous_strides(n.shape)), 0, n.dtype)
+    memo: dict = {}
+    for t in tasks:
+        if t.kind != "mm":
+            t.tree = _replaced(t.tree, written, memo, t.tree if t.buf.producer is t.tree else None)
+    return True
+
+
+# ops whose math comes from libm (vector and scalar versions on the CPU can differ in the last bit);
+# arithmetic is exact and alike in every kernel (the C target doesn't contract FMAs)
+_LIBM = frozenset("exp exp2 expm1 log log2 log10 log1p tanh sinh cosh sin cos tan asin acos atan asinh acosh "
+                  "atanh atan2 erf erfc erfinv pow hypot sigmoid logaddexp softplus gelu silu mish logsigmoid "
+                  "elu selu celu lgamma digamma".split())
+
+
+def _has_libm(tree) -> bool:
+    return any(n.op in _LIBM for n in _nodes(tree))
+
+
+def _replaced(tree, loads_of: dict, memo: dict, own):
+    """``tree`` with the nodes in ``loads_of`` (other than ``own``, the task's own value) replaced by
+    their loads."""
+    if tree is not own:
+        ld = loads_of.get(id(tree))
+        if ld is not None:
+            return ld
+    if tree.op in ("ld", "sc"):
+        return tree
+    key = (id(tree), tree is own)
+    hit = memo.get(key)
+    if hit is not None:
+        return hit
+    args = tuple(_replaced(a, loads_of, memo, own) if a.__class__ is N else a for a in tree.args)
+    out = tree
+    if any(a is not b for a, b in zip(args, tree.args)):
+        out = N(tree.op, args, tree.shape, tree.dtype, tree.attrs)
+        out.src = tree.src
+    memo[key] = out
+    return out
 
 
 def _row_fusion(groups: dict, tasks: list) -> None:
