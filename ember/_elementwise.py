@@ -726,9 +726,11 @@ def where(condition: Tensor, input=None, other=None) -> Tensor:
         # two numbers: one becomes a 0-d tensor of the result dtype, so the backend's select has a
         # typed operand (numpy would answer float64 for 2.5 where ember's result is float32)
         from ._creation import full
-        input = full((), input, dtype=d, device=device)
+        values = (full((), input, dtype=d, device=device), other)
+    else:
+        values = (input, other)
     shape = broadcast_shapes(*(v._shape for v in tensors))
-    ins = (condition,) + tuple(cast(v, d) if isinstance(v, Tensor) else _scalar_for(v, d) for v in (input, other))
+    ins = (condition,) + tuple(cast(v, d) if isinstance(v, Tensor) else _scalar_for(v, d) for v in values)
     return run("where", ins, _EMPTY, shape, d, device)
 
 

@@ -287,7 +287,8 @@ def test_philox_cuda_kernels_compute_numpys_stream_on_the_host(tmp_path, form):
     from ember.backend.cuda import random as cr
     from ember.backend.numpy import random as ref
     calls = {"words": (cr._PHILOX, "ember_philox4x64(key, c0, c1, c2, n, (unsigned long long*)out)", 4),
-             "words_graph": (cr._PHILOX_GRAPH, "ember_philox4x64_graph(c0, c1, c2, n, (unsigned long long*)out, st)", 4),
+             "words_graph": (cr._PHILOX_GRAPH,
+                             "ember_philox4x64_graph(c0, c1, c2, n, (unsigned long long*)out, st)", 4),
              "unit32": (cr._PHILOX_UNIT, "ember_philox_unit32(key, c0, c1, c2, n, m, (float*)out)", 8),
              "unit32_graph": (cr._PHILOX_UNIT, "ember_philox_unit32_graph(c0, c1, c2, n, m, (float*)out, st)", 8)}
     source, call, per = calls[form]

@@ -23,8 +23,21 @@ from ..._dtype import _FROM_NP, from_numpy_dtype
 from .. import capture
 from ..base import PRIMITIVES, UnsupportedOp
 from ..capture import CaptureSyncError, refuse
-from . import (activations, conv, creation, elementwise, indexing, linalg, movement, nn, optim, pool, random, reduce,
-               sorting)
+from . import (
+    activations,
+    conv,
+    creation,
+    elementwise,
+    indexing,
+    linalg,
+    movement,
+    nn,
+    optim,
+    pool,
+    random,
+    reduce,
+    sorting,
+)
 from .fallback import HostRunner
 from .indexing import HostPath
 from .memory import OutOfMemoryError, oom_error

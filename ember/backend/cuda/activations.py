@@ -73,15 +73,7 @@ def build(xp, special) -> dict:
         dt = arrays[0].dtype
         if not gpu or (dt not in LOW and dt not in (np.float32, np.float64)) or any(a.dtype != dt for a in arrays):
             return None
-        acc = "double" if dt == np.float64 else "float"
-        kern = kernels.elementwise(which, acc)
-        if kern is None:
-            return None
-        try:
-            return kern(*arrays)
-        except xp.cuda.compiler.CompileException as e:  # compiled at first call: keep the ufunc path
-            kernels.unavailable(which, e, acc)
-            return None
+        return kernels.try_elementwise(which, *arrays, acc="double" if dt == np.float64 else "float")
 
     def _gelu_fast(x, approximate):
         y = _one_pass("gelu_tanh" if approximate == "tanh" else "gelu_erf", x)

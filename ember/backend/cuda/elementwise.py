@@ -68,13 +68,8 @@ def build(xp, special) -> dict:
             return _b(uf)
 
         def low_scalar(which, arr, s, x, y):
-            kern = kernels.elementwise(which)
-            if kern is not None:
-                try:
-                    return kern(arr, np.float32(s))
-                except xp.cuda.compiler.CompileException as e:  # compiled at first call: keep the ufunc path
-                    kernels.unavailable(which, e)
-            return _keep(uf(x, y), x, y)
+            r = kernels.try_elementwise(which, arr, np.float32(s))
+            return r if r is not None else _keep(uf(x, y), x, y)
 
         def run(x, y):
             if y.__class__ in _scalars:
@@ -134,12 +129,9 @@ def build(xp, special) -> dict:
 
     def _sigmoid(x):
         if xp is not np and x.dtype in (np.float32, np.float64):
-            kern = kernels.elementwise("sigmoid")
-            if kern is not None:  # one pass instead of nine ufunc launches (each a full read and write)
-                try:
-                    return kern(x)
-                except xp.cuda.compiler.CompileException as e:  # compiled at first call: keep the ufunc path
-                    kernels.unavailable("sigmoid", e)
+            y = kernels.try_elementwise("sigmoid", x)  # one pass instead of nine ufunc launches
+            if y is not None:
+                return y
         e = xp.exp(-xp.abs(x))  # never overflows; the two branches join at x = 0
         return xp.where(x >= 0, 1.0 / (1.0 + e), e / (1.0 + e)).astype(x.dtype)
 

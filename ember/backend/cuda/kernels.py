@@ -412,7 +412,8 @@ _ADAM = ("T g, float64 lr, float64 b1, float64 b2, float64 eps, float64 wd, bool
          " ACC denom = sqrt(vv) / (ACC)sqrt_bc2 + (ACC)eps;"
          " p = (T)(pp - (ACC)(lr / bc1) * (mm / denom)); m = (T)mm; v = (T)vv;", "ember_adam_step")
 
-_SPECS = {**_SCALAR, "adam_step": _ADAM, "col2im2d": _COL2IM_2D, "maxpool2d": _MAXPOOL_2D, "maxpool_backward": _MAXPOOL_BWD,
+_SPECS = {**_SCALAR, "adam_step": _ADAM, "col2im2d": _COL2IM_2D, "maxpool2d": _MAXPOOL_2D,
+          "maxpool_backward": _MAXPOOL_BWD,
           "relu_backward": _RELU_BWD, "running_update": _RUNNING, "sigmoid": _SIGMOID,
           "gelu_tanh": _GELU_TANH, "gelu_erf": _GELU_ERF, "gelu_tanh_backward": _GELU_TANH_BWD,
           "gelu_erf_backward": _GELU_ERF_BWD}
@@ -432,6 +433,20 @@ def elementwise(which: str, acc: str = "float"):
         except Exception:  # noqa: BLE001 - the caller falls back
             _elementwise[key] = None
     return _elementwise[key]
+
+
+def try_elementwise(which: str, *args, acc: str = "float"):
+    """Run the ElementwiseKernel ``which`` on ``args``; None when it can't be built or fails to compile
+    at this first call (reported once by :func:`unavailable`): the caller then takes its ufunc path."""
+    kern = elementwise(which, acc)
+    if kern is None:
+        return None
+    import cupy
+    try:
+        return kern(*args)
+    except cupy.cuda.compiler.CompileException as e:  # CuPy compiles at the first call
+        unavailable(which, e, acc)
+        return None
 
 
 def unavailable(which: str, error: Exception, acc: str = "float") -> None:

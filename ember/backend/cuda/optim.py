@@ -27,14 +27,10 @@ def build(xp) -> dict:
         sqrt_bc2 = math.sqrt(1.0 - beta2 ** step)
         if gpu and (p.dtype in (np.float32, np.float64) or p.dtype in LOW) and all(
                 a.flags.c_contiguous for a in (p, g, m, v)):
-            acc = "double" if p.dtype == np.float64 else "float"
-            kern = kernels.elementwise("adam_step", acc)
-            if kern is not None:
-                try:
-                    kern(g, lr, beta1, beta2, eps, weight_decay, bool(decoupled), bc1, sqrt_bc2, p, m, v)
-                    return p
-                except xp.cuda.compiler.CompileException as e:  # compiled at first call: the array path
-                    kernels.unavailable("adam_step", e, acc)
+            done = kernels.try_elementwise("adam_step", g, lr, beta1, beta2, eps, weight_decay, bool(decoupled),
+                                           bc1, sqrt_bc2, p, m, v, acc="double" if p.dtype == np.float64 else "float")
+            if done is not None:  # the kernel's outputs: p, m and v, updated in place
+                return p
         t = p.dtype.type
         if weight_decay != 0:
             if decoupled:

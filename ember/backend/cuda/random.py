@@ -238,7 +238,8 @@ class _Words:
                         raise AssertionError(f"uniforms differ for seed={seed}, offset={offset}, m={m}")
                 shift = (1 << 64) + 3
                 st = cupy.asarray(np.array([seed & _MASK64, shift & _MASK64, (shift >> 64) & _MASK64, 0], np.uint64))
-                halves = np.asarray(reference._words(seed, (offset + shift) % (1 << 192), (n + 1) // 2)).view(np.uint32)[:n]
+                shifted = reference._words(seed, (offset + shift) % (1 << 192), (n + 1) // 2)
+                halves = np.asarray(shifted).view(np.uint32)[:n]
                 want = (halves >> np.uint32(8)).astype(np.float32) * np.float32(2.0 ** -24)
                 if not np.array_equal(cupy.asnumpy(self._run_unit(0, offset, n, 24, st)), want):
                     raise AssertionError(f"graph uniforms differ for seed={seed}, offset={offset}")

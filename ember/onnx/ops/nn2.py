@@ -305,11 +305,13 @@ def attention(Q: Tensor, K: Tensor, V: Tensor, attn_mask: Tensor | None = None, 
             w = w & (-diff <= right_window_size)
         allowed = w if allowed is None else allowed & w
     if allowed is not None:
-        bias = bias + ember.where(allowed, ember.zeros((), dtype=dt, device=dev), ember.full((), neg, dtype=dt, device=dev))
+        bias = bias + ember.where(allowed, ember.zeros((), dtype=dt, device=dev),
+                                  ember.full((), neg, dtype=dt, device=dev))
     if nonpad_kv_seqlen is not None:
         keep = ember.arange(Lk, dtype=ember.int64, device=dev).reshape(1, 1, 1, Lk) < \
             nonpad_kv_seqlen.to(ember.int64).reshape(-1, 1, 1, 1)
-        bias = bias + ember.where(keep, ember.zeros((), dtype=dt, device=dev), ember.full((), neg, dtype=dt, device=dev))
+        bias = bias + ember.where(keep, ember.zeros((), dtype=dt, device=dev),
+                                  ember.full((), neg, dtype=dt, device=dev))
     hq, hk = Q.shape[1], K.shape[1]
     if hq != hk:
         if hq % hk or V.shape[1] != hk:
