@@ -485,7 +485,7 @@ def lstsq(A: Tensor, B: Tensor, rcond=None, *, driver=None):
     else:
         U, S, Vh = svd(A, full_matrices=False)
         keep = S > S.amax(-1, keepdim=True) * rcond
-        sinv = where(keep, 1 / S, 0.0)
+        sinv = where(keep, 1 / where(keep, S, 1.0), 0.0)  # 1/0 kept out of the gradient too (0 * inf = NaN)
         X = matmul(Vh.mT, sinv.unsqueeze(-1) * matmul(U.mT, Bm))
         rank = keep.sum(-1)
     empty_f = zeros((0,), dtype=A._dtype, device=A._device)
