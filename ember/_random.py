@@ -477,6 +477,9 @@ def _check_p_tensor(p: Tensor, op: str):
     from ._elementwise import ge, le, logical_and, logical_not
     if not p._dtype.is_floating_point:
         raise TypeError(f"{op}: probabilities must be a floating tensor, got {p._dtype}")
+    from .backend.capture import capturing_on
+    if capturing_on(p._device):  # values can't be read while a graph records; u < p stays defined for any p
+        return
     if _any(logical_not(logical_and(ge(p, 0), le(p, 1)))):
         raise RuntimeError(f"{op}: every probability must be in [0, 1] (found a value outside it, or NaN)")
 
