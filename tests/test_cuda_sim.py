@@ -310,3 +310,82 @@ def test_philox_cuda_kernels_compute_numpys_stream_on_the_host(tmp_path, form):
                 else:
                     want = np.asarray(ref._words(seed, at, n))
                 np.testing.assert_array_equal(out, want, err_msg=f"{form} seed={seed} offset={offset} m={m}")
+
+
+# The attention-weights kernels (ember/backend/cuda/attention.py) built the same way: each block runs as one
+# thread, so the rows, the causal limits, the Philox chunks and the 16-bit rounding are checked against the
+# numpy backend's op (the GPU tests check the many-thread launch).
+_ATTN_STUB = r"""
+#include <string.h>
+static ember_dim3 gridDim;
+#define warpSize 1
+#define __shared__ static
+static void __syncthreads() {}
+static float __shfl_xor_sync(unsigned, float v, int) { return v; }
+static float __uint_as_float(unsigned u) { float f; memcpy(&f, &u, 4); return f; }
+static unsigned __float_as_uint(float f) { unsigned u; memcpy(&u, &f, 4); return u; }
+static float __int_as_float(int i) { float f; memcpy(&f, &i, 4); return f; }
+"""
+_ATTN_DRIVER = r"""
+typedef unsigned long long u64;
+extern "C" void fwd(const S* s, S* w, S* d, long long rows, long long n, long long L, float scale, int causal,
+                    float p, float keep, u64 key, u64 c0, u64 c1, u64 c2, const u64* st) {
+    blockDim.x = 1; threadIdx.x = 0; gridDim.x = 3;
+    for (u64 b = 0; b < 3; ++b) { blockIdx.x = b;
+        ember_attention_weights(s, w, d, rows, n, L, scale, causal, p, keep, key, c0, c1, c2, st); } }
+extern "C" void bwd(const S* w, const S* d, const S* g, S* out, long long rows, long long n, float scale,
+                    float keep, int dropout) {
+    blockDim.x = 1; threadIdx.x = 0; gridDim.x = 3;
+    for (u64 b = 0; b < 3; ++b) { blockIdx.x = b;
+        ember_attention_weights_backward(w, d, g, out, rows, n, scale, keep, dropout); } }
+"""
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+@pytest.mark.parametrize("causal,p", [(False, 0.0), (True, 0.0), (False, 0.25), (True, 0.6)])
+def test_attention_weights_cuda_kernels_match_the_reference_on_the_host(tmp_path, dtype, causal, p):
+    import ctypes
+    import shutil
+    import subprocess
+
+    import ml_dtypes
+
+    from ember.backend.cuda import attention as ca
+    from ember.backend.numpy import attention as ref
+    cxx = shutil.which("g++") or shutil.which("clang++")
+    if cxx is None:
+        pytest.skip("no host C++ compiler")
+    ctype = "float" if dtype == "float32" else "unsigned short"
+    src, lib = tmp_path / "attn.cpp", tmp_path / "attn.so"
+    src.write_text(_CUDA_STUB + _ATTN_STUB + ca.source(dtype) + _ATTN_DRIVER.replace("S*", f"{ctype}*"))
+    subprocess.run([cxx, "-shared", "-fPIC", "-O1", "-o", str(lib), str(src)], check=True, capture_output=True)
+    so = ctypes.CDLL(str(lib))
+    npd = np.dtype(np.float32) if dtype == "float32" else np.dtype(ml_dtypes.bfloat16)
+    rng = np.random.default_rng(5)
+    # 2 x 3 batch of (5 queries, 13 keys): rows don't start at multiples of 8, so chunks straddle rows;
+    # one row of -inf scores and one of large ones
+    scores = (rng.standard_normal((2, 3, 5, 13)) * 3).astype(npd)
+    scores[0, 1, 2] = -np.inf
+    scores[1, 2, 4, :7] = 80.0
+    seed, offset, scale = 0x9E3779B97F4A7C15, (1 << 64) - 2, 0.37
+    keep = ref.keep_scale(npd, p) if p else 1.0
+    want_w, want_d = ref.attention_weights(scores, scale, causal, p, seed, offset)
+    w, d = np.zeros_like(scores), np.zeros_like(scores)
+    ptr = lambda a: a.ctypes.data_as(ctypes.c_void_p)  # noqa: E731
+    u64, mask = ctypes.c_ulonglong, (1 << 64) - 1
+    rows, n = scores.size // 13, 13
+    so.fwd(ptr(scores), ptr(w), ptr(d if p else w), ctypes.c_longlong(rows), ctypes.c_longlong(n),
+           ctypes.c_longlong(5), ctypes.c_float(scale), ctypes.c_int(causal), ctypes.c_float(p), ctypes.c_float(keep),
+           u64(seed & mask), u64(offset & mask), u64((offset >> 64) & mask), u64(offset >> 128), None)
+    tol = 1e-6 if dtype == "float32" else 8e-3
+    np.testing.assert_allclose(w.astype(np.float32), want_w.astype(np.float32), rtol=tol, atol=tol)
+    if p:  # the same weights dropped
+        np.testing.assert_array_equal(d.astype(np.float32) == 0, want_d.astype(np.float32) == 0)
+        np.testing.assert_allclose(d.astype(np.float32), want_d.astype(np.float32), rtol=tol, atol=tol)
+    g = rng.standard_normal(scores.shape).astype(npd)
+    dd = d if p else w
+    out = np.zeros_like(scores)
+    so.bwd(ptr(w), ptr(dd), ptr(g), ptr(out), ctypes.c_longlong(rows), ctypes.c_longlong(n), ctypes.c_float(scale),
+           ctypes.c_float(keep), ctypes.c_int(p > 0))
+    want_g = ref.attention_weights_backward(w, dd, g, scale, p)
+    np.testing.assert_allclose(out.astype(np.float32), want_g.astype(np.float32), rtol=tol, atol=tol)

@@ -60,6 +60,13 @@ OPS: dict[str, str] = {
                      "with K taps per output position; idx int64 and w (x's dtype) of shape (K, n_out); idx and w "
                      "carry no gradient",
     # attention
+    "attention_weights": "(scores) scale, is_causal, dropout_p, seed, offset -> (weights, dropped): weights = "
+                         "softmax(scores * scale) over the last dim (keys after the query masked when is_causal; "
+                         "float32 math for 16-bit scores), dropped = weights * keep * (1 / (1 - p) in scores' "
+                         "dtype), keep = u >= p for the uniforms rand draws at (seed, offset) over scores' shape "
+                         "(float32 ones, float64 for float64 scores); dropped is weights when p = 0",
+    "attention_weights_backward": "(weights, dropped, grad) scale, dropout_p -> the scores' gradient for the "
+                                  "gradient of dropped; first-order only",
     "scaled_dot_product_attention": "(q, k, v, mask?) scale, is_causal -> softmax(q kᵀ scale + mask) v over the "
                                     "last two dims; batch dims broadcast; mask bool (True = attend) or additive "
                                     "float, broadcast to (..., L, S); rows with every key masked give 0",

@@ -2,8 +2,10 @@
 
 The backend op ``scaled_dot_product_attention`` takes q, k, v and an optional mask; the numpy
 backend computes it a block of rows at a time so the (L, S) score matrices of the whole batch never
-exist at once. Without the op, or with dropout (whose random mask lives in the frontend's
-generator), the frontend composes matmul, a masked softmax and matmul. Either way a row whose
+exist at once. With dropout (whose random numbers come from the frontend's generator), or on a
+backend without that op (CUDA), an attention without a mask runs as two matmuls around the backend's
+``attention_weights`` op (the scaled, optionally causal softmax and the dropout in one pass; one
+pass back). Otherwise the frontend composes matmul, a masked softmax, dropout and matmul. Either way a row whose
 keys are all masked gives zeros, as PyTorch's CPU kernel does, instead of NaN.
 
 >>> import ember.nn.functional as F
@@ -121,4 +123,21 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn
         h = be.run("scaled_dot_product_attention", (q._h, k._h, v._h, None if mask is None else mask._h),
                    {"scale": scale, "is_causal": bool(is_causal)})
         return wrap(h, shape, q._dtype, q._device)
+    if mask is None and dropout_p < 1.0 and be.supports("attention_weights"):
+        return _with_weights_op(q, k, v, scale, bool(is_causal), dropout_p)
     return _composite(q, k, v, mask, scale, bool(is_causal), dropout_p)
+
+
+def _with_weights_op(q: Tensor, k: Tensor, v: Tensor, scale: float, is_causal: bool, dropout_p: float) -> Tensor:
+    """q kᵀ and the product with v as matmuls, the scaled (causal) softmax and dropout between them as the
+    backend's one ``attention_weights`` op, which drops the weights dropout() would drop at this
+    generator state (it reserves the same numbers from the same generator)."""
+    scores = q @ k.mT
+    attrs = {"scale": scale, "is_causal": is_causal, "dropout_p": dropout_p, "seed": 0, "offset": 0}
+    if dropout_p > 0.0:
+        from .._random import _WORDS, _generator
+        draw = dt.float64 if scores._dtype is dt.float64 else dt.float32
+        attrs["seed"], attrs["offset"] = _generator(scores._device, None, "dropout")._reserve(
+            _WORDS["rand"](scores.numel(), draw))
+    hs = scores._device.backend.run("attention_weights", (scores._h,), attrs)
+    return wrap(hs[1], scores._shape, scores._dtype, scores._device) @ v

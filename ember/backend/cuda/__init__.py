@@ -25,6 +25,7 @@ from ..base import PRIMITIVES, UnsupportedOp
 from ..capture import CaptureSyncError, refuse
 from . import (
     activations,
+    attention,
     conv,
     creation,
     elementwise,
@@ -68,6 +69,7 @@ def _build_ops(xp, special) -> dict:
     ops.update(pool.build(xp))
     ops.update(random.build(xp))
     ops.update(optim.build(xp))
+    ops.update(attention.build(xp))
     return ops
 
 

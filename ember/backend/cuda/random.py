@@ -303,21 +303,26 @@ _POISSON_PTRS = 10.0
 _POISSON_NORMAL = reference._POISSON_NORMAL
 
 
+def uniform(xp, words: _Words, seed: int, offset: int, n: int, npdtype):
+    """n uniforms in [0, 1) of the stream at (seed, offset), exact in ``npdtype``, as float32 (narrow types)
+    or float64: the reference's numbers (``words`` is this array module's :class:`_Words`)."""
+    m = _SIGNIFICAND[np.dtype(npdtype)]
+    if m == 53:
+        return (words(seed, offset, n) >> np.uint64(11)).astype(np.float64) * 2.0 ** -53
+    u = words.unit32(seed, offset, n, m)  # one kernel from counters to floats (dropout's masks)
+    if u is not None:
+        return u
+    w = words(seed, offset, (n + 1) // 2)
+    halves = w.view(np.uint32)[:n]  # (low half, high half) of each word: the GPU is little-endian
+    return (halves >> np.uint32(32 - m)).astype(np.float32) * np.float32(2.0 ** -m)
+
+
 def build(xp) -> dict:
     words = _Words(xp)
     gpu = xp is not np
 
     def _uniform(seed, offset, n, npdtype):
-        """n uniforms in [0, 1), exact in ``npdtype``, as float32 (narrow types) or float64."""
-        m = _SIGNIFICAND[np.dtype(npdtype)]
-        if m == 53:
-            return (words(seed, offset, n) >> np.uint64(11)).astype(np.float64) * 2.0 ** -53
-        u = words.unit32(seed, offset, n, m)  # one kernel from counters to floats (dropout's masks)
-        if u is not None:
-            return u
-        w = words(seed, offset, (n + 1) // 2)
-        halves = w.view(np.uint32)[:n]  # (low half, high half) of each word: the GPU is little-endian
-        return (halves >> np.uint32(32 - m)).astype(np.float32) * np.float32(2.0 ** -m)
+        return uniform(xp, words, seed, offset, n, npdtype)
 
     def _rand(shape, dtype, seed, offset):
         return _uniform(seed, offset, math.prod(shape), dtype.np).astype(dtype.np, copy=False).reshape(shape)

@@ -290,7 +290,7 @@ class Fusion(Recorder):
         vals = tuple([x.arr if x.__class__ is FH else x for x in inputs])
         self.stats["views" if op in _FREE else "inner_ops"] += 1
         tape = self._tape
-        src = tape.random_source(op, attrs) if tape is not None and op in _RANDOM else None
+        src = tape.random_source(op, attrs) if tape is not None and _draws(op, attrs) else None
         out = self.inner.run(op, vals, attrs)
         if src is not None:  # replays draw fresh numbers from the generator, moving it as eager calls do
             tape.random(src, self.inner.run, op, vals, attrs, out)
@@ -421,6 +421,11 @@ class Fusion(Recorder):
 
 
 _RANDOM = frozenset({"rand", "randn", "randint", "bernoulli", "multinomial", "poisson", "randperm"})
+
+
+def _draws(op: str, attrs: dict) -> bool:
+    """Whether ``op`` with these attributes draws random numbers (a replay must then draw fresh ones)."""
+    return op in _RANDOM or (op == "attention_weights" and attrs.get("dropout_p", 0.0) > 0.0)
 _RECORDABLE = ELEMENTWISE | REDUCTIONS | VIEWS | COVERED | {"contiguous", "masked_fill", "assign", "matmul"}
 
 

@@ -197,7 +197,8 @@ class Tape:
         """A random op: each replay draws the next numbers of the same generator (as an eager call would:
         the same counters, then the generator moves past them)."""
         gen, used = src
-        if not (isinstance(out, np.ndarray) and out.flags.writeable):
+        outs = out if out.__class__ is tuple else (out,)
+        if not all(isinstance(o, np.ndarray) and o.flags.writeable for o in outs):
             from ..capture import taint
             taint(f"random op {op!r} returned memory a replay can't write")
             return
@@ -205,9 +206,10 @@ class Tape:
         self._touch(arrays)
         from .backend import _freeze
         rest = {k: v for k, v in attrs.items() if k != "seed" and k != "offset"}
-        self._made(out)
-        self.desc.append(("r", op, used, _freeze(rest), self._refs(vals), self._refs((out,))))
-        self.steps.append((_redraw, (gen, used, run, op, vals, rest, out)))
+        for o in outs:
+            self._made(o)
+        self.desc.append(("r", op, used, _freeze(rest), self._refs(vals), self._refs(outs)))
+        self.steps.append((_redraw, (gen, used, run, op, vals, rest, outs)))
 
     def seal(self) -> None:
         """Drop what only the capture needed (the description and the memory bookkeeping): the steps
@@ -239,7 +241,9 @@ def _rerun(run, op, vals, attrs, is_tuple, fresh) -> None:
         np.copyto(o, v, casting="unsafe")
 
 
-def _redraw(gen, used, run, op, vals, attrs, out) -> None:
+def _redraw(gen, used, run, op, vals, attrs, outs) -> None:
     seed, off = gen._seed, gen._offset
     gen._offset = off + used
-    np.copyto(out, run(op, vals, {**attrs, "seed": seed, "offset": off}), casting="unsafe")
+    got = run(op, vals, {**attrs, "seed": seed, "offset": off})
+    for o, g in zip(outs, got if got.__class__ is tuple else (got,)):
+        np.copyto(o, g, casting="unsafe")

@@ -831,6 +831,8 @@ def _sdpa_backward(q, k, v, mask, out, grad, scale, is_causal):
     return a.shaped(gq, a.L, a.E), a.shaped(gk, a.S, a.E), a.shaped(gv, a.S, a.Ev), gm
 
 
+from .attention import OPS as _ATTENTION_OPS  # noqa: E402 - attention weights with dropout
+
 OPS = {
     "relu": _act(_relu), "relu_": _relu_, "leaky_relu": _act(_leaky_relu), "hardtanh": _act(_hardtanh),
     "hardtanh_": _hardtanh_, "elu": _act(_elu), "gelu": _act(_gelu), "silu": _act(_silu),
@@ -855,3 +857,4 @@ OPS |= {
     "scaled_dot_product_attention": _sdpa, "scaled_dot_product_attention_backward": _sdpa_backward,
     "resample_taps": _resample_taps,
 }
+OPS |= _ATTENTION_OPS

@@ -269,4 +269,24 @@ def _sdpa(F, g, s, n):
     return (F.sum_to(gq, n.in_meta[0][0]), F.sum_to(gk, n.in_meta[1][0]), F.sum_to(gv, n.in_meta[2][0]), gmask)
 
 
+@rule("attention_weights", save=("o0", "o1"), multi=True)
+def _attention_weights(F, gs, s, n):
+    gw, g = gs
+    if g is None and gw is None:
+        return (None,)
+    w, d = s
+    scale, p = n.attrs["scale"], n.attrs["dropout_p"]
+    if gw is None and F.b.supports("attention_weights_backward"):  # one pass (first-order only, see below)
+        return (F.run("attention_weights_backward", w, d, g, scale=scale, dropout_p=p),)
+    # the weights' gradient: dropped's through the kept weights (where dropped is nonzero; a zero weight's
+    # gradient is zero anyway), plus the weights' own; then softmax's backward
+    gp = None
+    if g is not None:
+        gp = g if p == 0.0 else F.where(F.cmp("ne", d, 0.0), F.mul(g, float(F.dtype(w).np.type(1.0 / (1.0 - p)))),
+                                         0.0)
+    gp = gw if gp is None else gp if gw is None else F.add(gp, gw)
+    dot = F.sum(F.mul(w, gp), (len(F.shape(w)) - 1,), keepdim=True)
+    return (F.mul(F.mul(w, F.sub(gp, dot)), scale),)
+
+
 NONDIFF_NN: set = set()
