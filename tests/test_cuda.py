@@ -272,3 +272,52 @@ def test_norm_kernels_match_the_cpu(shape, dtype):
         res[dev] = [t.detach().float().cpu().numpy() for t in (y, ln, sm, ex.grad, ew.grad, eb.grad, rm, rv)]
     for a, c in zip(res["cpu"], res["cuda"]):
         np.testing.assert_allclose(c, a, rtol=tol, atol=tol)
+
+
+@gpu
+@pytest.mark.parametrize("dtype", ["float32", "float64", "bfloat16", "float16"])
+@pytest.mark.parametrize("dims,keepdim", [((0,), False), ((0, 1), True), ((0, 1), False)])
+def test_sums_over_leading_dims_take_one_gemm_and_match_torch(dtype, dims, keepdim):
+    """Bias-gradient sums (many rows, leading dims) run as a cuBLAS GEMM with ones: PyTorch's values, dtype
+    and shape (16-bit inputs accumulate in float32), also summed into float32 with dtype=."""
+    import torch
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((6, 700, 96)).astype(np.float32)
+    x = ember.tensor(a, device="cuda").to(getattr(ember, dtype))
+    t = torch.tensor(a).to(getattr(torch, dtype))
+    got = x.sum(dims, keepdim=keepdim)
+    want = t.sum(dims, keepdim=keepdim)
+    assert got.dtype == getattr(ember, dtype) and tuple(got.shape) == tuple(want.shape)
+    tol = {"float32": 1e-4, "float64": 1e-10}.get(dtype, 2e-2)
+    np.testing.assert_allclose(got.float().cpu().numpy(), want.float().numpy(), rtol=tol, atol=tol)
+    if dtype in ("bfloat16", "float16"):
+        got32 = x.sum(dims, keepdim=keepdim, dtype=ember.float32)
+        want32 = t.sum(dims, keepdim=keepdim, dtype=torch.float32)
+        assert got32.dtype == ember.float32
+        np.testing.assert_allclose(got32.cpu().numpy(), want32.numpy(), rtol=1e-4, atol=1e-3)
+
+
+@gpu
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("affine", [(True, True), (True, False), (False, False)])
+def test_layer_norm_backward_kernel_matches_torch(dtype, affine):
+    """Layer norm's backward over trailing dims (one row kernel, parameter gradients as row sums): PyTorch's
+    gradients for the input, weight and bias."""
+    import torch
+    rng = np.random.default_rng(1)
+    a = (rng.standard_normal((4, 300, 96)) * 3 + 1).astype(dtype)
+    go = rng.standard_normal(a.shape).astype(dtype)
+    w = rng.standard_normal(96).astype(dtype) if affine[0] else None
+    b = rng.standard_normal(96).astype(dtype) if affine[1] else None
+    x = ember.tensor(a, device="cuda", requires_grad=True)
+    ew = None if w is None else ember.tensor(w, device="cuda", requires_grad=True)
+    eb = None if b is None else ember.tensor(b, device="cuda", requires_grad=True)
+    nn.functional.layer_norm(x, (96,), ew, eb, 1e-5).backward(ember.tensor(go, device="cuda"))
+    tx = torch.tensor(a, requires_grad=True)
+    tw = None if w is None else torch.tensor(w, requires_grad=True)
+    tb = None if b is None else torch.tensor(b, requires_grad=True)
+    torch.nn.functional.layer_norm(tx, (96,), tw, tb, 1e-5).backward(torch.tensor(go))
+    tol = 1e-4 if dtype == "float32" else 1e-10
+    for e, t in ((x, tx), (ew, tw), (eb, tb)):
+        if t is not None:
+            np.testing.assert_allclose(e.grad.cpu().numpy(), t.grad.numpy(), rtol=tol, atol=tol)

@@ -141,3 +141,45 @@ def _operand(cupy, x, batch, size):
     if tuple(x.shape[:-2]) != tuple(batch):
         x = cupy.broadcast_to(x, tuple(batch) + x.shape[-2:])
     return cupy.ascontiguousarray(x), size
+
+
+# ---- sums over leading axes as one GEMM -------------------------------------------------------------------
+# A bias gradient is the (N, C) gradient summed over its N rows. CuPy reduces bfloat16 by copying it to float32
+# first and reduces along the slow axis with a generic kernel; ones(N) @ x reads x once at memory speed on the
+# tensor cores (16-bit inputs accumulate in float32, float32 stays exact FFMA: no TF32 here).
+_ones: dict = {}  # (device, dtype) -> a ones vector, grown on demand (never created inside a capture)
+_SUM_OUT = {("bfloat16", "bfloat16"), ("bfloat16", "float32"), ("float16", "float16"), ("float16", "float32"),
+            ("float32", "float32"), ("float64", "float64")}
+
+
+def row_sum(x, out_dtype, capturing: bool = False):
+    """The (C,) sums of the rows of a C-contiguous 2-d CuPy array ``x`` (N, C) as ``out_dtype``, one GEMM;
+    None when this path doesn't apply (dtype pair, no cuBLAS, no ones vector yet inside a capture)."""
+    import cupy
+    lib = _load()
+    pair = (x.dtype.name, np.dtype(out_dtype).name)
+    if lib is None or pair not in _SUM_OUT or x.ndim != 2 or not x.flags.c_contiguous:
+        return None
+    n, c = x.shape
+    key = (x.device.id, x.dtype)
+    ones = _ones.get(key)
+    if ones is None or ones.size < n:
+        if capturing:  # filling it would only be recorded, not run
+            return None
+        ones = _ones[key] = cupy.ones(max(n, 1024), x.dtype)
+    out = cupy.empty(c, out_dtype)
+    if pair[0] == "float64":
+        compute, alpha, beta = _COMPUTE_64F, ctypes.c_double(1.0), ctypes.c_double(0.0)
+    else:
+        compute, alpha, beta = _COMPUTE_32F, ctypes.c_float(1.0), ctypes.c_float(0.0)
+    h = _handle(lib, x.device.id)
+    _check(lib.cublasSetStream_v2(h, ctypes.c_void_p(cupy.cuda.get_current_stream().ptr)), "cublasSetStream")
+    # row-major (1, N) @ (N, C) is column-major (C, N) @ (N, 1): x's buffer is A with leading dimension C
+    ll = ctypes.c_longlong
+    _check(lib.cublasGemmStridedBatchedEx(
+        h, 0, 0, c, 1, n, ctypes.byref(alpha),
+        ctypes.c_void_p(x.data.ptr), _DATA[pair[0]], c, ll(0),
+        ctypes.c_void_p(ones.data.ptr), _DATA[pair[0]], n, ll(0),
+        ctypes.byref(beta), ctypes.c_void_p(out.data.ptr), _DATA[pair[1]], c, ll(c),
+        1, compute, _GEMM_DEFAULT), "cublasGemmStridedBatchedEx")
+    return out

@@ -81,6 +81,37 @@ extern "C" __global__ void ember_softmax_CT(const CT* __restrict__ x, CT* __rest
     }
 }
 
+// layer norm's input gradient per row (statistics recomputed from x): gx = r (gxhat - mean(gxhat) - xhat
+// mean(gxhat xhat)) with gxhat = g w; also g xhat per element (the weight's gradient summed over rows)
+extern "C" __global__ void ember_layernorm_backward_CT(const CT* __restrict__ x, const CT* __restrict__ w,
+                                                       const CT* __restrict__ g, CT* __restrict__ gx,
+                                                       CT* __restrict__ gxh, long long cols, CT eps, int has_w) {
+    __shared__ CT sh[32];
+    const long long off = (long long)blockIdx.x * cols;
+    const CT* xr = x + off;
+    const CT* gr = g + off;
+    CT s = 0;
+    for (long long j = threadIdx.x; j < cols; j += blockDim.x) s += xr[j];
+    CT m = block_sum(s, sh) / (CT)cols;
+    CT q = 0;
+    for (long long j = threadIdx.x; j < cols; j += blockDim.x) { CT d = xr[j] - m; q += d * d; }
+    CT r = e_rsqrt(block_sum(q, sh) / (CT)cols + eps);
+    CT sa = 0, sb = 0;
+    for (long long j = threadIdx.x; j < cols; j += blockDim.x) {
+        CT gh = has_w ? gr[j] * w[j] : gr[j];
+        sa += gh;
+        sb += gh * (xr[j] - m) * r;
+    }
+    CT a = block_sum(sa, sh) / (CT)cols;
+    CT b = block_sum(sb, sh) / (CT)cols;
+    for (long long j = threadIdx.x; j < cols; j += blockDim.x) {
+        CT xh = (xr[j] - m) * r;
+        CT gh = has_w ? gr[j] * w[j] : gr[j];
+        gx[off + j] = r * (gh - a - xh * b);
+        if (has_w) gxh[off + j] = gr[j] * xh;
+    }
+}
+
 extern "C" __global__ void ember_layernorm_CT(const CT* __restrict__ x, const CT* __restrict__ w,
                                               const CT* __restrict__ b, CT* __restrict__ y, CT* __restrict__ mean,
                                               CT* __restrict__ var, long long cols, CT eps, int has_w,

@@ -131,6 +131,40 @@ def build(xp) -> dict:
         return (y.reshape(x.shape).astype(d, copy=False), mean.reshape(stat_shape).astype(d, copy=False),
                 var.reshape(stat_shape).astype(d, copy=False))
 
+    def _rows_sum(a, shape):
+        """a (rows, cols) summed over its rows, shaped ``shape`` (one GEMM through cuBLAS when it can)."""
+        from .. import capture
+        from . import cublas
+        r = cublas.row_sum(a, a.dtype, capture._depth[0] > 0) if a.shape[0] >= 64 else None
+        return (a.sum(axis=0) if r is None else r).reshape(shape)
+
+    def _row_norm_backward(x, weight, grad, axes, eps, bias_shape):
+        """Layer norm's backward when the normalised dims are the trailing ones: one row kernel for the
+        input's gradient (and g * xhat), the parameters' gradients as sums over the rows."""
+        k = len(axes)
+        if (not gpu or not k or axes != tuple(range(x.ndim - k, x.ndim)) or grad.shape != x.shape
+                or x.dtype != grad.dtype or x.dtype not in (np.float32, np.float64)):
+            return None
+        tail = tuple(x.shape[x.ndim - k:])
+        if bias_shape is not None and tuple(bias_shape) != tail:
+            return None
+        wv = None if weight is None else _trailing(weight, tail)
+        if weight is not None and (wv is None or weight.dtype != x.dtype):
+            return None
+        kern = kernels.get("layernorm_backward", x.dtype)
+        if kern is None:
+            return None
+        cols = int(np.prod(tail))
+        rows = x.size // cols
+        xs, gs = xp.ascontiguousarray(x).reshape(rows, cols), xp.ascontiguousarray(grad).reshape(rows, cols)
+        gx = xp.empty_like(xs)
+        gxh = xp.empty_like(xs) if wv is not None else gx
+        kern((rows,), (kernels.threads_for(cols),),
+             (xs, xs if wv is None else wv, gs, gx, gxh, np.int64(cols), x.dtype.type(eps), np.int32(wv is not None)))
+        gw = None if wv is None else _rows_sum(gxh, weight.shape)
+        gb = None if bias_shape is None else _rows_sum(gs, tuple(bias_shape))
+        return gx.reshape(x.shape), gw, gb
+
     def _channel_vec(p, C, ndim):
         """weight/bias of batch norm as a contiguous (C,) vector (shape (C,) or (1, C, 1, ...)), or None."""
         shape = tuple(p.shape)
@@ -240,6 +274,8 @@ def build(xp) -> dict:
             return (xp.zeros(x.shape, d), None if weight is None else xp.zeros(weight.shape, weight.dtype),
                     None if bias_shape is None else xp.zeros(bias_shape, d))
         fast = _batch_norm_backward(x, weight, grad, axes, eps, bias_shape)
+        if fast is None:
+            fast = _row_norm_backward(x, weight, grad, axes, eps, bias_shape)
         if fast is not None:
             return fast
         a, g = _work(x), _work(grad)

@@ -59,6 +59,25 @@ def build(xp) -> dict:
             return out.astype(dtype.np, copy=False)
         return run
 
+    gpu = xp is not np
+    _plain_sum = _red(xp.sum)
+
+    def _sum(x, dim, keepdim, dtype):
+        """Sums over the leading dims of a contiguous float tensor with many rows (bias gradients) as one
+        cuBLAS GEMM (cublas.row_sum); everything else through CuPy."""
+        if gpu and dim and x.size >= (1 << 16) and x.flags.c_contiguous:
+            k = len(dim)
+            if 0 < k < x.ndim and tuple(dim) == tuple(range(k)) and x.dtype.kind in "fV":
+                from .. import capture
+                from . import cublas
+                rows = int(np.prod(x.shape[:k]))
+                if rows >= 64:
+                    r = cublas.row_sum(x.reshape(rows, -1), acc_dtype(dtype), capture._depth[0] > 0)
+                    if r is not None:
+                        r = r.astype(dtype.np, copy=False)
+                        return r.reshape(((1,) * k if keepdim else ()) + x.shape[k:])
+        return _plain_sum(x, dim, keepdim, dtype)
+
     def _mean(x, dim, keepdim, dtype):
         a = _acc(x)
         if a.size == 0 or (dim is not None and any(x.shape[d] == 0 for d in dim)):
@@ -134,7 +153,7 @@ def build(xp) -> dict:
         return scan(xp, xp.logaddexp, _acc(x), dim).astype(x.dtype, copy=False)
 
     return {
-        "sum": _red(xp.sum), "nansum": _red(xp.nansum), "prod": _red(xp.prod), "mean": _mean,
+        "sum": _sum, "nansum": _red(xp.nansum), "prod": _red(xp.prod), "mean": _mean,
         "amax": _ext(xp.max), "amin": _ext(xp.min), "all": _ext(xp.all), "any": _ext(xp.any),
         "argmax": _arg(xp.argmax), "argmin": _arg(xp.argmin), "var": _var,
         "cumsum": _scan(xp.cumsum), "cumprod": _scan(xp.cumprod), "even_select": _even_select,
