@@ -321,3 +321,37 @@ def test_layer_norm_backward_kernel_matches_torch(dtype, affine):
     for e, t in ((x, tx), (ew, tw), (eb, tb)):
         if t is not None:
             np.testing.assert_allclose(e.grad.cpu().numpy(), t.grad.numpy(), rtol=tol, atol=tol)
+
+
+@gpu
+@pytest.mark.parametrize("low", ["bfloat16", "float16"])
+def test_vectorised_casts_match_torch(low):
+    """float32 <-> 16-bit casts of contiguous tensors (8 elements a thread) round as PyTorch's, keep NaN and
+    infinities, and cover the tail and unaligned views (which take astype)."""
+    import torch
+    rng = np.random.default_rng(3)
+    a = (rng.standard_normal(10_003) * 10.0 ** rng.integers(-8, 8, 10_003)).astype(np.float32)
+    a[:5] = [np.nan, np.inf, -np.inf, 0.0, 7e4]
+    for sl in (slice(None), slice(1, None)):
+        x = ember.tensor(a, device="cuda")[sl]
+        t = torch.tensor(a)[sl]
+        y = x.to(getattr(ember, low))
+        want = t.to(getattr(torch, low))
+        np.testing.assert_array_equal(y.float().cpu().numpy(), want.float().numpy())
+        back = y.float()
+        assert back.dtype == ember.float32
+        np.testing.assert_array_equal(back.cpu().numpy(), want.float().numpy())
+
+
+@gpu
+@pytest.mark.parametrize("dtype", ["bfloat16", "float32", "int16"])
+def test_strided_copies_in_16_byte_pieces_match_numpy(dtype):
+    """contiguous() of permuted views (attention's heads) gathers 16-byte pieces: numpy's copy exactly; a view
+    whose pieces aren't 16 bytes takes CuPy's copy."""
+    a = np.arange(8 * 64 * 3 * 4 * 64).reshape(8, 64, 3, 4, 64) % 30000
+    x = ember.tensor(a, device="cuda").to(getattr(ember, dtype))
+    want = np.ascontiguousarray(a.transpose(2, 0, 3, 1, 4)[1])
+    got = x.permute(2, 0, 3, 1, 4)[1].contiguous()
+    np.testing.assert_array_equal(got.to(ember.int64).cpu().numpy(), want)
+    odd = x[..., 1:4].contiguous()
+    np.testing.assert_array_equal(odd.to(ember.int64).cpu().numpy(), a[..., 1:4])

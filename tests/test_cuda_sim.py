@@ -332,18 +332,21 @@ extern "C" void fwd(const S* s, S* w, S* d, long long rows, long long n, long lo
                     float p, float keep, u64 key, u64 c0, u64 c1, u64 c2, const u64* st) {
     blockDim.x = 1; threadIdx.x = 0; gridDim.x = 3;
     for (u64 b = 0; b < 3; ++b) { blockIdx.x = b;
-        ember_attention_weights(s, w, d, rows, n, L, scale, causal, p, keep, key, c0, c1, c2, st); } }
+        ember_attention_weightsFORM(s, w, d, rows, n, L, scale, causal, p, keep, key, c0, c1, c2, st); } }
 extern "C" void bwd(const S* w, const S* d, const S* g, S* out, long long rows, long long n, float scale,
                     float keep, int dropout) {
     blockDim.x = 1; threadIdx.x = 0; gridDim.x = 3;
     for (u64 b = 0; b < 3; ++b) { blockIdx.x = b;
-        ember_attention_weights_backward(w, d, g, out, rows, n, scale, keep, dropout); } }
+        ember_attention_weights_backwardFORM(w, d, g, out, rows, n, scale, keep, dropout); } }
 """
 
 
+@pytest.mark.parametrize("form,n", [("block", 13), ("warp", 16)])
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
 @pytest.mark.parametrize("causal,p", [(False, 0.0), (True, 0.0), (False, 0.25), (True, 0.6)])
-def test_attention_weights_cuda_kernels_match_the_reference_on_the_host(tmp_path, dtype, causal, p):
+def test_attention_weights_cuda_kernels_match_the_reference_on_the_host(tmp_path, form, n, dtype, causal, p):
+    """Both forms: a block per row (any row length; 13 keys, so Philox chunks straddle rows) and a warp per
+    row (16-byte chunks, rows of a multiple of 8 keys; here the warp is one lane)."""
     import ctypes
     import shutil
     import subprocess
@@ -357,14 +360,15 @@ def test_attention_weights_cuda_kernels_match_the_reference_on_the_host(tmp_path
         pytest.skip("no host C++ compiler")
     ctype = "float" if dtype == "float32" else "unsigned short"
     src, lib = tmp_path / "attn.cpp", tmp_path / "attn.so"
-    src.write_text(_CUDA_STUB + _ATTN_STUB + ca.source(dtype) + _ATTN_DRIVER.replace("S*", f"{ctype}*"))
+    driver = _ATTN_DRIVER.replace("S*", f"{ctype}*").replace("FORM", "_warp" if form == "warp" else "")
+    src.write_text("#define EMBER_HOST_SIM 1\n#define EMBER_WARP 1\n" + _CUDA_STUB + _ATTN_STUB + ca.source(dtype)
+                   + driver)
     subprocess.run([cxx, "-shared", "-fPIC", "-O1", "-o", str(lib), str(src)], check=True, capture_output=True)
     so = ctypes.CDLL(str(lib))
     npd = np.dtype(np.float32) if dtype == "float32" else np.dtype(ml_dtypes.bfloat16)
     rng = np.random.default_rng(5)
-    # 2 x 3 batch of (5 queries, 13 keys): rows don't start at multiples of 8, so chunks straddle rows;
-    # one row of -inf scores and one of large ones
-    scores = (rng.standard_normal((2, 3, 5, 13)) * 3).astype(npd)
+    # 2 x 3 batch of (5 queries, n keys); one row of -inf scores and one of large ones
+    scores = (rng.standard_normal((2, 3, 5, n)) * 3).astype(npd)
     scores[0, 1, 2] = -np.inf
     scores[1, 2, 4, :7] = 80.0
     seed, offset, scale = 0x9E3779B97F4A7C15, (1 << 64) - 2, 0.37
@@ -373,7 +377,7 @@ def test_attention_weights_cuda_kernels_match_the_reference_on_the_host(tmp_path
     w, d = np.zeros_like(scores), np.zeros_like(scores)
     ptr = lambda a: a.ctypes.data_as(ctypes.c_void_p)  # noqa: E731
     u64, mask = ctypes.c_ulonglong, (1 << 64) - 1
-    rows, n = scores.size // 13, 13
+    rows = scores.size // n
     so.fwd(ptr(scores), ptr(w), ptr(d if p else w), ctypes.c_longlong(rows), ctypes.c_longlong(n),
            ctypes.c_longlong(5), ctypes.c_float(scale), ctypes.c_int(causal), ctypes.c_float(p), ctypes.c_float(keep),
            u64(seed & mask), u64(offset & mask), u64((offset >> 64) & mask), u64(offset >> 128), None)
@@ -389,3 +393,93 @@ def test_attention_weights_cuda_kernels_match_the_reference_on_the_host(tmp_path
            ctypes.c_float(keep), ctypes.c_int(p > 0))
     want_g = ref.attention_weights_backward(w, dd, g, scale, p)
     np.testing.assert_allclose(out.astype(np.float32), want_g.astype(np.float32), rtol=tol, atol=tol)
+
+
+def test_cast_kernels_round_like_ml_dtypes_on_the_host(tmp_path):
+    """The CUDA float32 <-> bfloat16 cast kernels (ember/backend/cuda/casts.py), built by the host compiler and
+    run thread by thread: round to nearest even, NaN and infinities kept, the tail past the last 8 elements."""
+    import ctypes
+    import shutil
+    import subprocess
+
+    import ml_dtypes
+
+    from ember.backend.cuda import casts
+    cxx = shutil.which("g++") or shutil.which("clang++")
+    if cxx is None:
+        pytest.skip("no host C++ compiler")
+    driver = r"""
+extern "C" void run(int to16, const void* src, void* dst, unsigned long long n) {
+    blockDim.x = 256;
+    for (unsigned long long t = 0; t < (n + 7) / 8; ++t) { blockIdx.x = t / 256; threadIdx.x = t % 256;
+        if (to16) ember_to16_bf16((const float*)src, (unsigned short*)dst, n);
+        else ember_from16_bf16((const unsigned short*)src, (float*)dst, n); } }
+"""
+    src, lib = tmp_path / "casts.cpp", tmp_path / "casts.so"
+    src.write_text("#define EMBER_HOST_SIM 1\n" + _CUDA_STUB + _ATTN_STUB + casts.source() + driver)
+    subprocess.run([cxx, "-shared", "-fPIC", "-O1", "-o", str(lib), str(src)], check=True, capture_output=True)
+    run = ctypes.CDLL(str(lib)).run
+    rng = np.random.default_rng(0)
+    x = (rng.standard_normal(1003) * 10.0 ** rng.integers(-40, 39, 1003)).astype(np.float32)
+    x[:6] = [np.nan, np.inf, -np.inf, 0.0, -0.0, 3.4e38]
+    x[6:10] = np.array([0x3F808000, 0x3F818000, 0x3F808001, 0x7F7FFFFF], np.uint32).view(np.float32)  # ties
+    out = np.zeros(x.size, np.uint16)
+    ptr = lambda a: a.ctypes.data_as(ctypes.c_void_p)  # noqa: E731
+    run(1, ptr(x), ptr(out), ctypes.c_ulonglong(x.size))
+    want = x.astype(ml_dtypes.bfloat16)
+    np.testing.assert_array_equal(out.view(ml_dtypes.bfloat16).astype(np.float32), want.astype(np.float32))
+    back = np.zeros(x.size, np.float32)
+    run(0, ptr(out), ptr(back), ctypes.c_ulonglong(x.size))
+    np.testing.assert_array_equal(back, want.astype(np.float32))
+
+
+@pytest.mark.parametrize("case", ["heads", "transpose", "sliced", "batch-first"])
+def test_gather_kernel_makes_strided_arrays_contiguous_on_the_host(tmp_path, case):
+    """The CUDA strided-copy kernel (16-byte pieces, dims merged) built by the host compiler, run thread by
+    thread on views like attention's permuted heads: numpy's C-contiguous copy, byte for byte."""
+    import ctypes
+    import shutil
+    import subprocess
+
+    from ember.backend.cuda import casts
+    cxx = shutil.which("g++") or shutil.which("clang++")
+    if cxx is None:
+        pytest.skip("no host C++ compiler")
+    driver = r"""
+extern "C" void run(const char* src, void* dst, unsigned long long n, const long long* d, const long long* s) {
+    blockDim.x = 256;
+    for (unsigned long long t = 0; t < n; ++t) { blockIdx.x = t / 256; threadIdx.x = t % 256;
+        ember_gather16(src, (ember_u4*)dst, n, d[1], d[2], d[3], d[4], d[5], s[0], s[1], s[2], s[3], s[4], s[5]); } }
+"""
+    src, lib = tmp_path / "gather.cpp", tmp_path / "gather.so"
+    src.write_text("#define EMBER_HOST_SIM 1\n" + _CUDA_STUB + _ATTN_STUB + casts.source() + driver)
+    subprocess.run([cxx, "-shared", "-fPIC", "-O1", "-o", str(lib), str(src)], check=True, capture_output=True)
+    run = ctypes.CDLL(str(lib)).run
+    base = np.arange(2 * 5 * 3 * 4 * 16, dtype=np.uint16).reshape(2, 5, 3, 4, 16)
+    views = {"heads": base.transpose(2, 0, 3, 1, 4)[1], "transpose": base.reshape(10, 12, 16).transpose(1, 0, 2),
+             "sliced": base[:, 1:4, :, :, 8:], "batch-first": base.astype(np.float32).transpose(1, 0, 2, 3, 4)}
+    x = views[case]
+    # a 16-byte aligned copy of the view's memory, the view re-made over it
+    buf = np.zeros(x.base.nbytes + 16 if x.base is not None else x.nbytes + 16, np.uint8)
+    root = x.base if x.base is not None else x
+    start = (-buf.ctypes.data) % 16
+    host = np.frombuffer(buf[start:start + root.nbytes], dtype=root.dtype).reshape(root.shape)
+    host[...] = root
+    off = x.__array_interface__["data"][0] - root.__array_interface__["data"][0]
+    view = np.lib.stride_tricks.as_strided(host.reshape(-1).view(np.uint8)[off:].view(x.dtype), x.shape, x.strides)
+    got = casts.pieces(view.shape, view.strides, view.itemsize, view.__array_interface__["data"][0])
+    assert got is not None
+    sizes, steps = (np.array(v, np.int64) for v in got)
+    out = np.zeros(x.shape, x.dtype)
+    n = x.nbytes // 16
+    run(ctypes.c_void_p(view.__array_interface__["data"][0]), out.ctypes.data_as(ctypes.c_void_p), ctypes.c_ulonglong(n),
+        sizes.ctypes.data_as(ctypes.c_void_p), steps.ctypes.data_as(ctypes.c_void_p))
+    np.testing.assert_array_equal(out, np.ascontiguousarray(x))
+
+
+def test_gather_pieces_refuses_what_the_kernel_cant_read():
+    from ember.backend.cuda.casts import pieces
+    assert pieces((4, 6), (2, 12), 2, 0) is None      # last dim not contiguous
+    assert pieces((4, 6), (12, 2), 2, 0) is None      # 12-byte rows: not 16-byte pieces
+    assert pieces((4, 8), (16, 2), 2, 8) is None      # base not aligned
+    assert pieces((2, 3, 8), (96, 32, 2), 2, 0) == ([1, 1, 1, 1, 1, 6], [0, 0, 0, 0, 0, 32])  # one run of 6

@@ -17,25 +17,42 @@ import warnings
 import numpy as np
 
 from ..numpy import attention as reference
+from . import casts
 from . import random as cuda_random
 
-# storage types: how a 16-bit float is read and written (bits, no CUDA headers: round to nearest even)
+# storage types: how 8 elements are read (16-byte loads) and written, and one converted (casts.py's
+# conversions: round to nearest even, no CUDA headers)
+_TWO_BYTE = r"""
+__device__ inline void load8(const unsigned short* p, float* f) {
+    ember_u4 u = *(const ember_u4*)p;
+    unsigned w[4] = {u.x, u.y, u.z, u.w};
+    for (int q = 0; q < 4; ++q) { f[2 * q] = ld((unsigned short)(w[q] & 0xffffu)); f[2 * q + 1] = ld((unsigned short)(w[q] >> 16)); }
+}
+__device__ inline void pack8(unsigned short* p, const unsigned short* h) {
+    ember_u4 u;
+    u.x = h[0] | ((unsigned)h[1] << 16); u.y = h[2] | ((unsigned)h[3] << 16);
+    u.z = h[4] | ((unsigned)h[5] << 16); u.w = h[6] | ((unsigned)h[7] << 16);
+    *(ember_u4*)p = u;
+}
+"""
 _STORAGE = {
-    "float32": ("float", "__device__ inline float ld(float v) { return v; }\n"
-                         "__device__ inline float sv(float v) { return v; }\n"),
-    "bfloat16": ("unsigned short",
-                 "__device__ inline float ld(unsigned short v) { return __uint_as_float(((unsigned)v) << 16); }\n"
-                 "__device__ inline unsigned short sv(float f) {\n"
-                 "    unsigned u = __float_as_uint(f);\n"
-                 "    if ((u & 0x7fffffffu) > 0x7f800000u) return (unsigned short)((u >> 16) | 0x40);  // NaN stays NaN\n"
-                 "    u += 0x7fffu + ((u >> 16) & 1u);\n"
-                 "    return (unsigned short)(u >> 16);\n"
-                 "}\n"),
-    "float16": ("unsigned short",
-                "__device__ inline float ld(unsigned short v) {\n"
-                "    float f; asm(\"cvt.f32.f16 %0, %1;\" : \"=f\"(f) : \"h\"(v)); return f; }\n"
-                "__device__ inline unsigned short sv(float f) {\n"
-                "    unsigned short h; asm(\"cvt.rn.f16.f32 %0, %1;\" : \"=h\"(h) : \"f\"(f)); return h; }\n"),
+    "float32": ("float", r"""
+__device__ inline float ld(float v) { return v; }
+__device__ inline float sv(float v) { return v; }
+__device__ inline void load8(const float* p, float* f) {
+    ember_f4 a = ((const ember_f4*)p)[0], b = ((const ember_f4*)p)[1];
+    f[0] = a.x; f[1] = a.y; f[2] = a.z; f[3] = a.w; f[4] = b.x; f[5] = b.y; f[6] = b.z; f[7] = b.w;
+}
+__device__ inline void pack8(float* p, const float* h) {
+    ember_f4 a, b;
+    a.x = h[0]; a.y = h[1]; a.z = h[2]; a.w = h[3]; b.x = h[4]; b.y = h[5]; b.z = h[6]; b.w = h[7];
+    ((ember_f4*)p)[0] = a; ((ember_f4*)p)[1] = b;
+}
+"""),
+    "bfloat16": ("unsigned short", "__device__ inline float ld(unsigned short v) { return bf16_in(v); }\n"
+                                   "__device__ inline unsigned short sv(float f) { return bf16_out(f); }\n" + _TWO_BYTE),
+    "float16": ("unsigned short", "__device__ inline float ld(unsigned short v) { return f16_in(v); }\n"
+                                  "__device__ inline unsigned short sv(float f) { return f16_out(f); }\n" + _TWO_BYTE),
 }
 
 _REDUCE = r"""
@@ -136,11 +153,115 @@ extern "C" __global__ void ember_attention_weights_backward(
 """
 
 
+# The same two kernels for rows of n <= 1024 keys with n % 8 == 0 (attention's usual shapes): a warp per row,
+# each lane holding up to 4 chunks of 8 in registers (16-byte loads and stores, warp-shuffle reductions, no
+# block barriers), and causal rows read only up to their last key. EMBER_WARP is 32 on the GPU (the host
+# compiler's test builds it with 1).
+_WARP_KERNELS = r"""
+#ifndef EMBER_WARP
+#define EMBER_WARP 32
+#endif
+#define EMBER_CHUNKS (128 / EMBER_WARP)
+__device__ inline float warp_max(float v) {
+    for (int o = EMBER_WARP / 2; o > 0; o >>= 1) v = nmax(v, __shfl_xor_sync(0xffffffffu, v, o));
+    return v;
+}
+__device__ inline float warp_sum(float v) {
+    for (int o = EMBER_WARP / 2; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    return v;
+}
+
+extern "C" __global__ void ember_attention_weights_warp(
+        const S* __restrict__ scores, S* __restrict__ weights, S* __restrict__ dropped,
+        long long rows, long long n, long long L, float scale, int causal, float p, float keep,
+        unsigned long long key, unsigned long long c0, unsigned long long c1, unsigned long long c2,
+        const unsigned long long* st) {
+    if (st) { ember_shift(st, c0, c1, c2); key = st[0]; }
+    const int lane = threadIdx.x % EMBER_WARP, per_block = blockDim.x / EMBER_WARP;
+    const long long chunks = n / 8, warps = (long long)gridDim.x * per_block;
+    for (long long r = (long long)blockIdx.x * per_block + threadIdx.x / EMBER_WARP; r < rows; r += warps) {
+        const long long lim = causal ? ((r % L) + 1 < n ? (r % L) + 1 : n) : n;
+        float v[EMBER_CHUNKS][8];
+        float m = -INFINITY;
+        for (int k = 0; k < EMBER_CHUNKS; ++k) {
+            long long c = lane + (long long)k * EMBER_WARP;
+            if (c < chunks && c * 8 < lim) {
+                load8(scores + r * n + c * 8, v[k]);
+                for (int q = 0; q < 8; ++q) {
+                    v[k][q] = c * 8 + q < lim ? v[k][q] * scale : -INFINITY;
+                    m = nmax(m, v[k][q]);
+                }
+            } else {
+                for (int q = 0; q < 8; ++q) v[k][q] = -INFINITY;
+            }
+        }
+        m = warp_max(m);
+        if (!isfinite(m)) m = 0.0f;  // a row of -inf: exp(-inf) = 0 (then weights 0), not NaN
+        float sum = 0.0f;
+        for (int k = 0; k < EMBER_CHUNKS; ++k)
+            for (int q = 0; q < 8; ++q) { v[k][q] = expf(v[k][q] - m); sum += v[k][q]; }
+        float den = warp_sum(sum);
+        if (den == 0.0f) den = 1.0f;
+        for (int k = 0; k < EMBER_CHUNKS; ++k) {
+            long long c = lane + (long long)k * EMBER_WARP;
+            if (c >= chunks) break;
+            S wv[8], dv[8];
+            for (int q = 0; q < 8; ++q) wv[q] = sv(v[k][q] / den);
+            pack8(weights + r * n + c * 8, wv);
+            if (dropped != weights) {
+                unsigned long long w[4];
+                ember_philox_words(key, c0, c1, c2, (unsigned long long)(r * chunks + c), w);
+                for (int q = 0; q < 8; ++q) {
+                    unsigned int half = (unsigned int)(w[q / 2] >> (32 * (q % 2)));
+                    float u = (float)(half >> 8) * 5.9604644775390625e-08f;  // top 24 bits * 2^-24
+                    dv[q] = sv(ld(wv[q]) * (u >= p ? keep : 0.0f));
+                }
+                pack8(dropped + r * n + c * 8, dv);
+            }
+        }
+    }
+}
+
+extern "C" __global__ void ember_attention_weights_backward_warp(
+        const S* __restrict__ wts, const S* __restrict__ dropped, const S* __restrict__ grad, S* __restrict__ out,
+        long long rows, long long n, float scale, float keep, int dropout) {
+    const int lane = threadIdx.x % EMBER_WARP, per_block = blockDim.x / EMBER_WARP;
+    const long long chunks = n / 8, warps = (long long)gridDim.x * per_block;
+    for (long long r = (long long)blockIdx.x * per_block + threadIdx.x / EMBER_WARP; r < rows; r += warps) {
+        float d[EMBER_CHUNKS][8], g[EMBER_CHUNKS][8];
+        float dot = 0.0f;
+        for (int k = 0; k < EMBER_CHUNKS; ++k) {
+            long long c = lane + (long long)k * EMBER_WARP;
+            if (c >= chunks) break;
+            load8(dropped + r * n + c * 8, d[k]);
+            load8(grad + r * n + c * 8, g[k]);
+            for (int q = 0; q < 8; ++q) dot += d[k][q] * g[k][q];
+        }
+        dot = warp_sum(dot);
+        for (int k = 0; k < EMBER_CHUNKS; ++k) {
+            long long c = lane + (long long)k * EMBER_WARP;
+            if (c >= chunks) break;
+            float w[8];
+            S o[8];
+            load8(wts + r * n + c * 8, w);
+            for (int q = 0; q < 8; ++q) {
+                float gj = g[k][q];
+                if (dropout) gj = d[k][q] != 0.0f ? gj * keep : 0.0f;
+                o[q] = sv(w[q] * (gj - dot) * scale);
+            }
+            pack8(out + r * n + c * 8, o);
+        }
+    }
+}
+"""
+
+
 def source(dtype_name: str) -> str:
-    """The CUDA source of both kernels for scores stored as ``dtype_name`` (float32, bfloat16, float16)."""
+    """The CUDA source of the kernels for scores stored as ``dtype_name`` (float32, bfloat16, float16)."""
     ctype, convert = _STORAGE[dtype_name]
-    body = _KERNELS.replace("S*", f"{ctype}*").replace("S wv", f"{ctype} wv").replace("st_(", "sv(")
-    return (f"#ifndef INFINITY\n#define INFINITY __int_as_float(0x7f800000)\n#endif\n{convert}"
+    body = (_KERNELS + _WARP_KERNELS).replace("S*", f"{ctype}*").replace("S wv", f"{ctype} wv").replace(
+        "S wv[8], dv[8]", f"{ctype} wv[8], dv[8]").replace("S o[8]", f"{ctype} o[8]").replace("st_(", "sv(")
+    return (f"#ifndef INFINITY\n#define INFINITY __int_as_float(0x7f800000)\n#endif\n{casts._CONVERT}{convert}"
             + cuda_random._WORDS_FN + cuda_random._UNIT_FN + _REDUCE + body)
 
 
@@ -157,7 +278,8 @@ def _get(dtype_name: str):
         try:
             import cupy
             mod = cupy.RawModule(code=source(dtype_name), options=("-std=c++17",))
-            got = (mod.get_function("ember_attention_weights"), mod.get_function("ember_attention_weights_backward"))
+            got = tuple(mod.get_function(f"ember_attention_weights{k}") for k in ("", "_backward", "_warp",
+                                                                                  "_backward_warp"))
         except Exception as e:  # noqa: BLE001 - the array-module code covers every case
             warnings.warn(f"ember's CUDA attention-weights kernels ({dtype_name}) could not be built, using the "
                           f"slower path: {e}", RuntimeWarning, stacklevel=3)
@@ -174,6 +296,17 @@ def _threads(n: int) -> int:
 
 def _grid(rows: int) -> int:
     return max(1, min(rows, 1 << 20))
+
+
+_WARP_ROWS = 4  # rows (warps) a block of the warp-per-row kernels
+
+
+def _launch(n: int, rows: int, arrays) -> tuple:
+    """(warp-per-row kernels?, grid, block) for ``rows`` rows of n keys: the warp kernels take rows of
+    8..1024 keys in multiples of 8 in 16-byte aligned arrays, the block-per-row kernels the rest."""
+    if n % 8 == 0 and 8 <= n <= 1024 and all(a.data.ptr % 16 == 0 for a in arrays):
+        return True, (_grid(-(-rows // _WARP_ROWS)),), (32 * _WARP_ROWS,)
+    return False, (_grid(rows),), (_threads(n),)
 
 
 def build(xp) -> dict:
@@ -201,10 +334,12 @@ def build(xp) -> dict:
         mask64 = (1 << 64) - 1
         st = cuda_random._Words._graph_state(seed, offset) if p > 0.0 else None
         keep = reference.keep_scale(s.dtype, p) if p > 0.0 else 1.0
-        ks[0]((_grid(rows),), (_threads(n),),
-              (s, w, d, np.int64(rows), np.int64(n), np.int64(L), np.float32(scale), np.int32(bool(is_causal)),
-               np.float32(p), np.float32(keep), np.uint64(seed & mask64), np.uint64(offset & mask64),
-               np.uint64((offset >> 64) & mask64), np.uint64((offset >> 128) & mask64), np.uint64(0) if st is None else st))
+        warp, grid, block = _launch(n, rows, (s, w, d))
+        ks[2 if warp else 0](grid, block, (
+            s, w, d, np.int64(rows), np.int64(n), np.int64(L), np.float32(scale), np.int32(bool(is_causal)),
+            np.float32(p), np.float32(keep), np.uint64(seed & mask64), np.uint64(offset & mask64),
+            np.uint64((offset >> 64) & mask64), np.uint64((offset >> 128) & mask64),
+            np.uint64(0) if st is None else st))
         return w, d
 
     def attention_weights_backward(weights, dropped, grad, scale, dropout_p):
@@ -217,8 +352,9 @@ def build(xp) -> dict:
         rows = w.size // n
         out = xp.empty_like(w)
         keep = reference.keep_scale(w.dtype, p) if p > 0.0 else 1.0
-        ks[1]((_grid(rows),), (_threads(n),),
-              (w, d, g, out, np.int64(rows), np.int64(n), np.float32(scale), np.float32(keep), np.int32(p > 0.0)))
+        warp, grid, block = _launch(n, rows, (w, d, g, out))
+        ks[3 if warp else 1](grid, block, (w, d, g, out, np.int64(rows), np.int64(n), np.float32(scale),
+                                           np.float32(keep), np.int32(p > 0.0)))
         return out
 
     return {"attention_weights": attention_weights, "attention_weights_backward": attention_weights_backward}

@@ -11,7 +11,7 @@ import math
 
 import numpy as np
 
-from . import kernels
+from . import casts, kernels
 from ._util import LOW
 
 
@@ -135,12 +135,18 @@ def build(xp, special) -> dict:
         e = xp.exp(-xp.abs(x))  # never overflows; the two branches join at x = 0
         return xp.where(x >= 0, 1.0 / (1.0 + e), e / (1.0 + e)).astype(x.dtype)
 
+    vector_casts = xp is not np
+
     def _cast(x, dtype):
         target = dtype.np
         if x.dtype == target:
             return x.copy()
         if target == np.bool_:
             return x != 0
+        if vector_casts:  # float32 <-> 16-bit, contiguous: 8 elements a thread (autocast's casts)
+            r = casts.cast(xp, x, target)
+            if r is not None:
+                return r
         return x.astype(target)
 
     def _where(cond, x, y):

@@ -33,6 +33,8 @@ def root_of(x):
 
 
 def build(xp) -> dict:
+    gpu = xp is not np
+
     def _strided(x, shape, byte_strides, byte_offset):
         """A view of x's memory (offset in bytes from x's first element), tied to x's root."""
         root = root_of(x)
@@ -82,7 +84,14 @@ def build(xp) -> dict:
         return _strided(root, tuple(size), tuple(s * item for s in stride), storage_offset * item)
 
     def _contiguous(x):
-        return x if x.flags.c_contiguous else xp.ascontiguousarray(x)
+        if x.flags.c_contiguous:
+            return x
+        if gpu:  # 16-byte pieces a thread (permuted attention heads): CuPy's copy moves an element a thread
+            from .casts import contiguous
+            r = contiguous(xp, x)
+            if r is not None:
+                return r
+        return xp.ascontiguousarray(x)
 
     def _copy(x):
         return xp.array(x, copy=True, order="C")

@@ -1,0 +1,195 @@
+"""Data movement 16 bytes a thread: casts between float32 and the 16-bit floats, and strided copies.
+
+Autocast casts every activation and gradient that crosses between float32 and bfloat16, and attention makes
+its permuted q, k, v contiguous for cuBLAS; CuPy's ``astype`` and copy kernels move one element a thread,
+several times slower than the memory for 2-byte types. The cast kernels take contiguous, 16-byte aligned
+arrays (others go to ``astype``) and round to nearest even, keeping NaN a NaN, as ``astype`` does. The copy
+kernel gathers 16-byte pieces of an array whose last dim is contiguous and whose other strides and base are
+multiples of 16 bytes (up to 6 dims after merging), into a new C-contiguous array.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+
+# float <-> 16-bit bits, without CUDA headers (bfloat16 by bit arithmetic, float16 by the PTX conversions)
+_CONVERT = r"""
+__device__ inline float bf16_in(unsigned short v) { return __uint_as_float(((unsigned)v) << 16); }
+__device__ inline unsigned short bf16_out(float f) {
+    unsigned u = __float_as_uint(f);
+    if ((u & 0x7fffffffu) > 0x7f800000u) return (unsigned short)((u >> 16) | 0x40);  // NaN stays NaN
+    u += 0x7fffu + ((u >> 16) & 1u);
+    return (unsigned short)(u >> 16);
+}
+#ifdef EMBER_HOST_SIM
+#define __align__(n) __attribute__((aligned(n)))
+#endif
+struct __align__(16) ember_f4 { float x, y, z, w; };
+struct __align__(16) ember_u4 { unsigned x, y, z, w; };
+#ifdef EMBER_HOST_SIM
+__device__ inline float f16_in(unsigned short v) { return 0.0f; }
+__device__ inline unsigned short f16_out(float f) { return 0; }
+#else
+__device__ inline float f16_in(unsigned short v) { float f; asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(v)); return f; }
+__device__ inline unsigned short f16_out(float f) {
+    unsigned short h; asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f)); return h; }
+#endif
+"""
+
+# thread t converts elements 8t .. 8t+7: two float4 on the float32 side, one uint4 (8 halves) on the other
+_KERNELS = r"""
+extern "C" __global__ void ember_to16_NAME(const float* __restrict__ src, unsigned short* __restrict__ dst,
+                                           unsigned long long n) {
+    unsigned long long t = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x, i = t * 8;
+    if (i + 8 <= n) {
+        ember_f4 a = ((const ember_f4*)src)[2 * t], b = ((const ember_f4*)src)[2 * t + 1];
+        ember_u4 o;
+        o.x = (unsigned)OUT(a.x) | ((unsigned)OUT(a.y) << 16);
+        o.y = (unsigned)OUT(a.z) | ((unsigned)OUT(a.w) << 16);
+        o.z = (unsigned)OUT(b.x) | ((unsigned)OUT(b.y) << 16);
+        o.w = (unsigned)OUT(b.z) | ((unsigned)OUT(b.w) << 16);
+        ((ember_u4*)dst)[t] = o;
+    } else {
+        for (; i < n; ++i) dst[i] = OUT(src[i]);
+    }
+}
+
+extern "C" __global__ void ember_from16_NAME(const unsigned short* __restrict__ src, float* __restrict__ dst,
+                                             unsigned long long n) {
+    unsigned long long t = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x, i = t * 8;
+    if (i + 8 <= n) {
+        ember_u4 v = ((const ember_u4*)src)[t];
+        ember_f4 a, b;
+        a.x = IN((unsigned short)(v.x & 0xffffu)); a.y = IN((unsigned short)(v.x >> 16));
+        a.z = IN((unsigned short)(v.y & 0xffffu)); a.w = IN((unsigned short)(v.y >> 16));
+        b.x = IN((unsigned short)(v.z & 0xffffu)); b.y = IN((unsigned short)(v.z >> 16));
+        b.z = IN((unsigned short)(v.w & 0xffffu)); b.w = IN((unsigned short)(v.w >> 16));
+        ((ember_f4*)dst)[2 * t] = a;
+        ((ember_f4*)dst)[2 * t + 1] = b;
+    } else {
+        for (; i < n; ++i) dst[i] = IN(src[i]);
+    }
+}
+"""
+
+
+# output piece t (row-major over the merged dims d0..d5) comes from byte offset sum(i_k * s_k) of the source
+_GATHER = r"""
+extern "C" __global__ void ember_gather16(const char* __restrict__ src, ember_u4* __restrict__ dst,
+                                          unsigned long long n, long long d1, long long d2, long long d3,
+                                          long long d4, long long d5, long long s0, long long s1, long long s2,
+                                          long long s3, long long s4, long long s5) {
+    unsigned long long t = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x;
+    if (t >= n) return;
+    unsigned long long r = t;
+    long long off = (long long)(r % d5) * s5; r /= d5;
+    off += (long long)(r % d4) * s4; r /= d4;
+    off += (long long)(r % d3) * s3; r /= d3;
+    off += (long long)(r % d2) * s2; r /= d2;
+    off += (long long)(r % d1) * s1; r /= d1;
+    off += (long long)r * s0;
+    dst[t] = *(const ember_u4*)(src + off);
+}
+"""
+
+
+def source() -> str:
+    """The CUDA source of the kernels (ember_to16_bf16, ember_from16_bf16, ..._f16, ember_gather16)."""
+    body = "".join(_KERNELS.replace("NAME", name).replace("OUT", f"{name}_out").replace("IN(", f"{name}_in(")
+                   for name in ("bf16", "f16"))
+    return _CONVERT + body + _GATHER
+
+
+_module: list = []
+
+
+def _kernel(name: str):
+    if not _module:
+        try:
+            import cupy
+            _module.append(cupy.RawModule(code=source(), options=("-std=c++17",)))
+        except Exception as e:  # noqa: BLE001 - astype covers every case
+            warnings.warn(f"ember's CUDA cast kernels could not be built, using astype: {e}", RuntimeWarning,
+                          stacklevel=3)
+            _module.append(None)
+    mod = _module[0]
+    if mod is None:
+        return None
+    try:
+        return mod.get_function(name)
+    except Exception:  # noqa: BLE001
+        _module[0] = None
+        return None
+
+
+_NAMES = {"bfloat16": "bf16", "float16": "f16"}
+
+
+def cast(xp, x, target):
+    """``x.astype(target)`` in one vectorised pass for contiguous float32 <-> float16/bfloat16 arrays of at
+    least 4096 elements; None for every other case (the caller uses astype)."""
+    if x.size < 4096 or not x.flags.c_contiguous:
+        return None
+    src, dst = x.dtype.name, np.dtype(target).name
+    if src == "float32" and dst in _NAMES:
+        name = f"ember_to16_{_NAMES[dst]}"
+    elif dst == "float32" and src in _NAMES:
+        name = f"ember_from16_{_NAMES[src]}"
+    else:
+        return None
+    if x.data.ptr % 16:
+        return None
+    kern = _kernel(name)
+    if kern is None:
+        return None
+    out = xp.empty(x.shape, target)
+    n = x.size
+    kern((((n + 7) // 8 + 255) // 256,), (256,), (x, out, np.uint64(n)))
+    return out
+
+
+def pieces(shape: tuple, strides: tuple, itemsize: int, ptr: int):
+    """(sizes, byte strides) of an array as 16-byte pieces, dims merged where they are one run, at most 6
+    of them; None when it isn't made of aligned 16-byte pieces (last dim not contiguous, a stride or the base
+    not a multiple of 16 bytes)."""
+    if not shape or strides[-1] != itemsize or (shape[-1] * itemsize) % 16 or ptr % 16:
+        return None
+    sizes = list(shape[:-1]) + [shape[-1] * itemsize // 16]
+    steps = list(strides[:-1]) + [16]
+    dims = [(n, s) for n, s in zip(sizes, steps) if n != 1]
+    if any(s % 16 for _, s in dims):
+        return None
+    merged: list = []
+    for n, s in dims:  # a dim that steps over exactly the next one's run joins it
+        if merged and merged[-1][1] == s * n:
+            merged[-1] = (merged[-1][0] * n, s)
+        else:
+            merged.append((n, s))
+    if len(merged) > 6:
+        return None
+    merged = [(1, 0)] * (6 - len(merged)) + merged
+    return [n for n, _ in merged], [s for _, s in merged]
+
+
+def contiguous(xp, x):
+    """A C-contiguous copy of ``x`` gathered 16 bytes a thread, or None where :func:`pieces` says no (or for
+    small arrays: the caller copies as before)."""
+    if x.nbytes < (1 << 16):
+        return None
+    got = pieces(x.shape, x.strides, x.itemsize, x.data.ptr)
+    if got is None:
+        return None
+    kern = _kernel("ember_gather16")
+    if kern is None:
+        return None
+    sizes, steps = got
+    out = xp.empty(x.shape, x.dtype)
+    n = x.nbytes // 16
+    kern(((n + 255) // 256,), (256,), (x, out, np.uint64(n), *(np.int64(v) for v in sizes[1:]),
+                                      *(np.int64(v) for v in steps)))
+    return out
+
+
+__all__ = ["cast", "contiguous", "pieces", "source"]
