@@ -13,6 +13,8 @@ OPS: dict[str, str] = {
     "relu": "(x) -> max(x, 0); NaN propagates",
     "relu_": "(x) -> relu written into x (in place); returns x",
     "relu_backward": "(y, grad) -> grad where the relu result y > 0 (or NaN), else 0; first-order only",
+    "log_softmax_backward": "(y, grad) dim -> grad - exp(y) * sum(grad, dim) (log_softmax's input gradient from its "
+                            "result y); first-order only",
     "gelu_backward": "(x, grad) approximate -> grad * gelu'(x) ('none': erf form, 'tanh'); first-order only",
     "adam_step_": "(param, grad, exp_avg, exp_avg_sq) lr, beta1, beta2, eps, weight_decay, decoupled, step -> "
                   "one Adam (AdamW when decoupled) update of param, exp_avg and exp_avg_sq in place, as "

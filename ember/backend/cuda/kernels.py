@@ -81,6 +81,17 @@ extern "C" __global__ void ember_softmax_CT(const CT* __restrict__ x, CT* __rest
     }
 }
 
+// log_softmax's gradient per row: gx = g - exp(y) * sum(g)
+extern "C" __global__ void ember_log_softmax_backward_CT(const CT* __restrict__ y, const CT* __restrict__ g,
+                                                         CT* __restrict__ gx, long long cols) {
+    __shared__ CT sh[32];
+    const long long off = (long long)blockIdx.x * cols;
+    CT s = 0;
+    for (long long j = threadIdx.x; j < cols; j += blockDim.x) s += g[off + j];
+    s = block_sum(s, sh);
+    for (long long j = threadIdx.x; j < cols; j += blockDim.x) gx[off + j] = g[off + j] - e_exp(y[off + j]) * s;
+}
+
 // layer norm's input gradient per row (statistics recomputed from x): gx = r (gxhat - mean(gxhat) - xhat
 // mean(gxhat xhat)) with gxhat = g w; also g xhat per element (the weight's gradient summed over rows)
 extern "C" __global__ void ember_layernorm_backward_CT(const CT* __restrict__ x, const CT* __restrict__ w,

@@ -55,6 +55,19 @@ def build(xp) -> dict:
         out -= xp.log(xp.sum(xp.exp(out), axis=dim, keepdims=True))
         return out.astype(x.dtype, copy=False)
 
+    def _log_softmax_backward(y, grad, dim):
+        """log_softmax's input gradient ``g - exp(y) * sum(g)`` over ``dim``: one row kernel over the last dim."""
+        w = _rows(y, dim)
+        k = None if w is None or grad.shape != y.shape else kernels.get("log_softmax_backward", w.dtype)
+        if k is not None:
+            g = _rows(grad, dim).astype(w.dtype, copy=False)
+            cols = w.shape[-1]
+            out = xp.empty_like(w)
+            k((w.size // cols,), (kernels.threads_for(cols),), (w, g, out, np.int64(cols)))
+            return out.astype(y.dtype, copy=False)
+        wy, wg = _work(y), _work(grad)
+        return (wg - xp.exp(wy) * wg.sum(axis=dim, keepdims=True)).astype(y.dtype, copy=False)
+
     def _logsumexp(x, dim, keepdim):
         w = _work(x)
         ax = None if dim is None else tuple(dim)
@@ -359,6 +372,7 @@ def build(xp) -> dict:
                                            (C,) + (1,) * (x.ndim - 2) if has_bias else None)
         return gx, None if gw is None else gw.reshape(C), None if gb is None else gb.reshape(C)
 
-    return {"softmax": _softmax, "log_softmax": _log_softmax, "logsumexp": _logsumexp, "norm_affine": _norm_affine,
+    return {"softmax": _softmax, "log_softmax": _log_softmax, "log_softmax_backward": _log_softmax_backward,
+            "logsumexp": _logsumexp, "norm_affine": _norm_affine,
             "norm_affine_backward": _norm_affine_backward, "running_update_": _running_update_,
             "batch_norm": _batch_norm_op, "batch_norm_backward": _batch_norm_backward_op}

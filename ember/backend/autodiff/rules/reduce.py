@@ -245,6 +245,8 @@ def _softmax(F, g, s, n):
 def _log_softmax(F, g, s, n):
     y = s[0]
     dim = n.attrs["dim"]
+    if F.b.supports("log_softmax_backward"):  # one pass (first-order only): cross-entropy over a vocabulary
+        return (F.run("log_softmax_backward", y, g, dim=dim),)
     return (F.sub(g, F.mul(F.un("exp", y), F.sum(g, (dim,), keepdim=True))),)
 
 
