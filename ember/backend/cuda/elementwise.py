@@ -58,7 +58,7 @@ def build(xp, special) -> dict:
             return _keep(uf(x, y), x, y)
         return run
 
-    _scalars = (int, float)
+    _scalars = (int, float, bool)  # Python scalars (bool is checked by class, not as an int)
 
     def _arith(name, uf):
         """add/sub/mul/div: a 16-bit float tensor with a Python scalar takes one kernel (see
@@ -105,7 +105,8 @@ def build(xp, special) -> dict:
         tiny = xp.where(y > 0, np.uint16(1), np.uint16(0x8001))  # from ±0: the smallest subnormal
         step = xp.where(x == 0, tiny, step).view(dt)
         # equal operands give y; a NaN operand gives NaN (x + y)
-        return xp.where(x == y, y, xp.where(xp.isnan(x) | xp.isnan(y), x + y, step))
+        r = xp.where(x == y, y, xp.where(xp.isnan(x) | xp.isnan(y), x + y, step))
+        return r.astype(dt, copy=False)  # CuPy's where answers float32 for bfloat16
 
     def _pow(x, y):
         if isinstance(x, xp.ndarray) and x.dtype == np.bool_:
@@ -125,7 +126,7 @@ def build(xp, special) -> dict:
         r = xp.sign(x)
         if x.dtype.kind == "f" or x.dtype in LOW:  # PyTorch: sign(NaN) is 0
             r = xp.where(xp.isnan(x), xp.zeros((), r.dtype), r)
-        return r
+        return r.astype(x.dtype, copy=False)  # CuPy's where (and sign) answer float32 for bfloat16
 
     def _sigmoid(x):
         if xp is not np and x.dtype in (np.float32, np.float64):
@@ -166,7 +167,7 @@ def build(xp, special) -> dict:
     def _nan_to_num(x, nan, posinf, neginf):
         out = xp.where(xp.isnan(x), xp.asarray(nan, x.dtype), x)
         out = xp.where(xp.isposinf(x), xp.asarray(posinf, x.dtype), out)
-        return xp.where(xp.isneginf(x), xp.asarray(neginf, x.dtype), out)
+        return xp.where(xp.isneginf(x), xp.asarray(neginf, x.dtype), out).astype(x.dtype, copy=False)
 
     def _round_decimals(x, decimals):
         return xp.round(x, decimals)

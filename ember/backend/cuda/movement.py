@@ -138,11 +138,12 @@ def build(xp) -> dict:
 
     def _tril(x, diagonal):  # batched: the mask broadcasts over leading dims
         keep = xp.tri(x.shape[-2], x.shape[-1], diagonal, dtype=bool)
-        return xp.where(keep, x, xp.zeros((), x.dtype))
+        # CuPy's where answers float32 for bfloat16 operands: the result keeps x's dtype
+        return xp.where(keep, x, xp.zeros((), x.dtype)).astype(x.dtype, copy=False)
 
     def _triu(x, diagonal):
         keep = ~xp.tri(x.shape[-2], x.shape[-1], diagonal - 1, dtype=bool)
-        return xp.where(keep, x, xp.zeros((), x.dtype))
+        return xp.where(keep, x, xp.zeros((), x.dtype)).astype(x.dtype, copy=False)
 
     def _tile(x, reps):
         return xp.tile(x, reps)
