@@ -396,6 +396,8 @@ class CUDAGraph:
         if self._graph is None:
             raise RuntimeError("CUDAGraph.replay: nothing has been captured (use `with ember.cuda.graph(g): ...`)")
         self._random.before_replay()  # the captured random ops' key and counter shift for this replay
+        from .backend.capture import note_replay
+        note_replay()
         self._graph.launch()
 
     def reset(self) -> None:

@@ -546,3 +546,68 @@ def test_foreach_false_and_unpackable_groups_use_the_loop():
     opt.step()
     assert not opt._packs
     np.testing.assert_allclose(mixed[1].detach().numpy(), 0.9)
+
+
+def _adam_pair(shape=(5, 3), seed=0):
+    rng = np.random.default_rng(seed)
+    w = rng.standard_normal(shape).astype(np.float32)
+    grads = [rng.standard_normal(shape).astype(np.float32) for _ in range(8)]
+    return w, grads
+
+
+@pytest.mark.parametrize("device", ["cpu", "cudasim"])
+def test_adam_step_counts_are_mirrored_on_the_host_and_resynced_after_outside_writes(device):
+    """Adam reads its step counter back once, then counts on the host (a read of a CUDA counter is a sync per
+    parameter); an in-place write to the counter, or a new counter from load_state_dict, is read again: the
+    updates stay PyTorch's."""
+    from tests import test_cuda_sim  # noqa: F401 - registers "cudasim"
+    w, grads = _adam_pair()
+    p = nn.Parameter(ember.tensor(w, device=device))
+    tp = torch.nn.Parameter(torch.tensor(w))
+    opt, topt = ember.optim.AdamW([p], lr=0.1), torch.optim.AdamW([tp], lr=0.1)
+    be = p._device.backend
+    reads = []
+    real_read = be.read
+
+    def spy(h):
+        reads.append(1)
+        return real_read(h)
+    be.read = spy
+    try:
+        for k, g in enumerate(grads):
+            p.grad, tp.grad = ember.tensor(g, device=device), torch.tensor(g)
+            if k == 3:  # counters moved behind the optimizer's back
+                opt.state[p]["step"].fill_(10.0)
+                topt.state[tp]["step"].fill_(10.0)
+            if k == 4:
+                opt.load_state_dict(opt.state_dict())
+            before = len(reads)
+            opt.step()
+            topt.step()
+            assert len(reads) - before == (1 if k in (0, 3, 4) else 0), k
+    finally:
+        be.read = real_read
+    np.testing.assert_allclose(p.detach().cpu().numpy(), tp.detach().numpy(), rtol=1e-5, atol=1e-6)
+    assert float(opt.state[p]["step"].item()) == 15.0
+
+
+def test_adam_counts_right_after_compiled_replays_then_eager_steps():
+    """Replays of an ember.compile'd step move the counter on the device only: the next eager step reads it
+    again instead of trusting the host's copy (all steps match PyTorch's)."""
+    w, grads = _adam_pair((4, 4), 1)
+    p = nn.Parameter(ember.tensor(w, device="cpu:fused"))
+    tp = torch.nn.Parameter(torch.tensor(w))
+    opt, topt = ember.optim.Adam([p], lr=0.05), torch.optim.Adam([tp], lr=0.05)
+    g_in = ember.zeros(4, 4, device="cpu:fused")
+
+    def step(g):
+        p.grad = g * 1.0
+        opt.step()
+    compiled = ember.compile(step)
+    for k, g in enumerate(grads):
+        g_in.copy_(ember.tensor(g, device="cpu:fused"))
+        (compiled if k in (1, 2, 3, 4, 6) else step)(g_in)  # warm-up, two captures, replays
+        tp.grad = torch.tensor(g)
+        topt.step()
+    np.testing.assert_allclose(p.detach().cpu().numpy(), tp.detach().numpy(), rtol=1e-5, atol=1e-6)
+    assert float(opt.state[p]["step"].item()) == 8.0

@@ -30,6 +30,19 @@ class CaptureSyncError(RuntimeError):
     """A host sync (a read of tensor values) inside a capture (a CUDA graph or ``ember.compile``)."""
 
 
+_replays = [0]  # replays of captured work so far (CUDA graphs and ember.compile tapes)
+
+
+def note_replay() -> None:
+    """Captured work is being replayed: tensors it writes change without the ops that track versions."""
+    _replays[0] += 1
+
+
+def replays() -> int:
+    """How many replays of captured work have run in this process (see :func:`note_replay`)."""
+    return _replays[0]
+
+
 def capturing() -> bool:
     """Whether a capture (CUDA graph or ``ember.compile``) is open and recording."""
     return _depth[0] > 0 or _compile[0] is not None

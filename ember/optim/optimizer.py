@@ -15,6 +15,7 @@ from __future__ import annotations
 import copy
 import functools
 import warnings
+import weakref
 from collections import OrderedDict, defaultdict
 from collections.abc import Callable, Iterable
 from itertools import chain
@@ -304,12 +305,45 @@ def step_tensor(device, value: float = 0.0) -> Tensor:
 
 
 def step_count(state: dict, device) -> float:
-    """Increment the parameter's ``step`` counter and return its new value as a Python float."""
+    """Increment the parameter's ``step`` counter and return its new value as a Python float.
+
+    The counter is a tensor on the parameter's device (for state_dict and for captured steps); reading a
+    CUDA counter back each step would be a sync per parameter, so the value is mirrored on the host and
+    read back only when the counter may have changed behind the mirror (an in-place op on it, a replay of
+    captured work, a new counter from load_state_dict)."""
     st = state.get("step")
     if st is None:
         st = state["step"] = step_tensor(device)
+    before = _stamp(st)
+    known = _host_steps.get(id(st))
     st.add_(1)
-    return float(st.item())
+    if before is not None and known is not None and known[0]() is st and known[2] == before:
+        t = float(st._dtype.np.type(known[1]) + st._dtype.np.type(1))  # the counter's own rounding
+    else:
+        t = float(st.item())
+    after = _stamp(st)
+    if after is not None:
+        if len(_host_steps) > 65536:
+            for k in [k for k, v in _host_steps.items() if v[0]() is None]:
+                del _host_steps[k]
+        _host_steps[id(st)] = (weakref.ref(st), t, after)
+    return t
+
+
+# id(step tensor) -> (weak reference, value, stamp when the value was taken): see step_count
+_host_steps: dict = {}
+
+
+def _stamp(t: Tensor):
+    """(storage version, replays so far) of a counter, or None where the device's stack keeps no versions
+    (then the mirror is not used)."""
+    from ..backend import capture
+    from ..backend.autodiff import Autodiff
+    from ..backend.autodiff.graph import version
+    be = t._device.backend
+    if not isinstance(be, Autodiff):
+        return None
+    return version(be.storage(t._h)), capture.replays()
 
 
 def grads_of(group: dict) -> Iterable[tuple[Tensor, Tensor]]:

@@ -220,6 +220,8 @@ class Tape:
     # ---- replay ------------------------------------------------------------------------------------
     def replay(self) -> None:
         """Run every recorded step in order."""
+        from ..capture import note_replay
+        note_replay()
         for f, a in self.steps:
             f(*a)
 
