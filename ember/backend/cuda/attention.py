@@ -17,7 +17,7 @@ import warnings
 import numpy as np
 
 from ..numpy import attention as reference
-from . import casts
+from . import casts, kernels
 from . import random as cuda_random
 
 # storage types: how 8 elements are read (16-byte loads) and written, and one converted (casts.py's
@@ -287,13 +287,6 @@ def _get(dtype_name: str):
     return got
 
 
-def _threads(n: int) -> int:
-    t = 32
-    while t < 256 and t * 8 < n:
-        t *= 2
-    return t
-
-
 def _grid(rows: int) -> int:
     return max(1, min(rows, 1 << 20))
 
@@ -306,7 +299,7 @@ def _launch(n: int, rows: int, arrays) -> tuple:
     8..1024 keys in multiples of 8 in 16-byte aligned arrays, the block-per-row kernels the rest."""
     if n % 8 == 0 and 8 <= n <= 1024 and all(a.data.ptr % 16 == 0 for a in arrays):
         return True, (_grid(-(-rows // _WARP_ROWS)),), (32 * _WARP_ROWS,)
-    return False, (_grid(rows),), (_threads(n),)
+    return False, (_grid(rows),), (kernels.threads_for(n, 8, 256),)
 
 
 def build(xp) -> dict:

@@ -648,9 +648,9 @@ def get(name: str, dtype):
     return got
 
 
-def threads_for(cols: int) -> int:
-    """Threads per row block: enough to cover short rows, at most 1024."""
+def threads_for(cols: int, per_thread: int = 4, most: int = 1024) -> int:
+    """Threads per row block: enough to cover short rows (``per_thread`` elements each), at most ``most``."""
     t = 32
-    while t < 1024 and t * 4 < cols:
+    while t < most and t * per_thread < cols:
         t *= 2
     return t
