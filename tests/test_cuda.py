@@ -369,3 +369,16 @@ def test_cross_entropy_gradient_through_the_log_softmax_backward_kernel_matches_
     t = torch.tensor(a, requires_grad=True)
     torch.nn.functional.cross_entropy(t, torch.tensor(y)).backward()
     np.testing.assert_allclose(x.grad.cpu().numpy(), t.grad.numpy(), rtol=1e-5, atol=1e-8)
+
+
+@gpu
+@pytest.mark.parametrize("value", [0, 0.0, -0.0, False, 2.5])
+def test_full_of_zero_is_a_memset_that_keeps_negative_zero(value):
+    """zeros for gradients come from a memset; -0.0 keeps its sign bit (a fill), other values fill."""
+    for dtype in (ember.bfloat16, ember.float32, ember.int32, ember.bool):
+        if dtype is ember.int32 and value == 2.5 or dtype is ember.bool and value == 2.5:
+            continue
+        got = ember.full((3, 5), value, dtype=dtype, device="cuda").cpu()
+        want = ember.full((3, 5), value, dtype=dtype)
+        np.testing.assert_array_equal(got.float().numpy(), want.float().numpy())
+        assert np.array_equal(np.signbit(got.float().numpy()), np.signbit(want.float().numpy()))

@@ -9,6 +9,9 @@ import numpy as np
 
 def build(xp) -> dict:
     def _full(shape, value, dtype):
+        if value == 0 and not _negative_zero(value):
+            # a memset: CuPy's full fills through a conversion kernel (gradients' zeros of bfloat16 buffers)
+            return xp.zeros(shape, dtype=dtype.np)
         return xp.full(shape, value, dtype=dtype.np)
 
     def _empty(shape, dtype):
@@ -33,5 +36,11 @@ def build(xp) -> dict:
 
     def _eye(n, m, dtype):
         return xp.eye(n, m, dtype=dtype.np)
+
+    def _negative_zero(v) -> bool:
+        try:
+            return math.copysign(1.0, v) < 0
+        except TypeError:  # complex
+            return False
 
     return {"full": _full, "empty": _empty, "arange": _arange, "linspace": _linspace, "eye": _eye}
