@@ -207,20 +207,33 @@ def run_case(case) -> CaseResult:
 _CASES: list = []
 
 
+def load_cases() -> list:
+    """Every node-suite case (``onnx.backend.test.loader.load_model_tests(kind="node")``), generated
+    once per process (it takes seconds)."""
+    import warnings
+
+    from onnx.backend.test.loader import load_model_tests
+    if not _CASES:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            old = np.seterr(all="ignore")
+            try:
+                _CASES.extend(load_model_tests(kind="node"))
+            finally:
+                np.seterr(**old)
+    return _CASES
+
+
 def run_suite(pattern: str | None = None) -> SuiteResult:
     """Run every node case (or those whose name contains ``pattern``)."""
     import warnings
 
-    from onnx.backend.test.loader import load_model_tests
     out = SuiteResult()
     t0 = time.perf_counter()
+    cases = load_cases()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        if not _CASES:   # generating the cases takes seconds: once per process
-            old = np.seterr(all="ignore")
-            _CASES.extend(load_model_tests(kind="node"))
-            np.seterr(**old)
-        for case in _CASES:
+        for case in cases:
             if pattern and pattern not in case.name:
                 continue
             try:

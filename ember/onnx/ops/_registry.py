@@ -20,12 +20,22 @@ Conventions (shared by every op module):
   op always has several outputs.
 * Anything the op cannot do (a dtype ember lacks, an attribute value outside the spec) raises
   ``OnnxOpError`` naming the op and the problem.
+* A model runs on whatever device its inputs (and weights) are on, so every tensor an op makes
+  itself (zeros, an index, a mask, a host-computed result) is created on its input's device:
+  ``ember.zeros(n, dtype=x.dtype, device=x.device)``. :func:`device_of`, :func:`to_host`,
+  :func:`from_host` and :func:`generator` below cover the cases a ``device=`` alone does not.
+  An op with no tensor input at all (RandomNormal, an empty optional's OptionalHasElement) makes
+  its result on ember's default device.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+
+import numpy as np
+
+import ember
 
 
 class OnnxOpError(RuntimeError):
@@ -82,3 +92,47 @@ def lookup(onnx_name: str, domain: str = "") -> OpDef:
         return OPS[(d, onnx_name)]
     except KeyError:
         raise OnnxOpError(f"ONNX operator {d or 'ai.onnx'}::{onnx_name} is not supported by ember.onnx") from None
+
+
+# -- devices ----------------------------------------------------------------------------------------
+
+def device_of(*values):
+    """The device of the first tensor among ``values`` (searching sequences too), or None (ember's
+    default device) when there is none: for ops whose tensor inputs may all be omitted.
+
+    >>> device_of(None, [ember.zeros(1)])
+    device(type='cpu')
+    """
+    for v in values:
+        if isinstance(v, ember.Tensor):
+            return v.device
+        if isinstance(v, (list, tuple)):
+            d = device_of(*v)
+            if d is not None:
+                return d
+    return None
+
+
+def to_host(t) -> np.ndarray:
+    """A tensor's values as a numpy array, whatever its device (for ops computed on the host)."""
+    return t.detach().cpu().numpy()
+
+
+def from_host(a, like):
+    """A host-computed numpy array as a tensor on the device of ``like`` (a tensor, a device or
+    None for the default device); on the CPU it shares the array's memory."""
+    dev = like.device if isinstance(like, ember.Tensor) else like
+    a = np.asarray(a)
+    if not a.flags.c_contiguous:
+        a = a.copy(order="C")   # (np.ascontiguousarray would turn 0-d arrays into 1-d ones)
+    t = ember.from_numpy(a)
+    return t if dev is None or t.device == dev else t.to(dev)
+
+
+def generator(seed, device=None):
+    """A private generator seeded with ONNX's (float) ``seed`` attribute for ``device``, or None
+    (the device's default generator) when the node has no seed: a seeded node must not reseed the
+    global generator."""
+    if seed is None:
+        return None
+    return ember.Generator(device if device is not None else ember.get_default_device()).manual_seed(int(seed))

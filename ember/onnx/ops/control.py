@@ -19,7 +19,7 @@ import numpy as np
 
 import ember
 
-from ._registry import OnnxOpError, op, upgrader
+from ._registry import OnnxOpError, device_of, op, to_host, upgrader
 
 __all__ = ["first", "identity", "constant", "if_", "loop", "scan", "scan8", "sequence_construct", "sequence_empty",
            "sequence_at", "sequence_insert", "sequence_erase", "sequence_length",
@@ -77,9 +77,9 @@ def if_(cond, *, then_branch: Callable, else_branch: Callable, n_outputs: int = 
     return outs
 
 
-def _stack(items: list, axis: int = 0):
+def _stack(items: list, device, axis: int = 0):
     if not items:
-        return ember.zeros(0)
+        return ember.zeros(0, device=device)
     if isinstance(items[0], list) or items[0] is None:
         raise OnnxOpError("scan outputs must be tensors")
     return ember.stack(items, axis)
@@ -94,9 +94,10 @@ def loop(M=None, cond=None, *v_initial, body: Callable, n_outputs: int = 1):
     v = list(v_initial)
     n_scan = n_outputs - len(v)
     scans: list[list] = [[] for _ in range(n_scan)]
+    dev = device_of(M, cond, *v_initial)   # the iteration number and condition live beside them
     i = 0
     while (trips is None or i < trips) and keep:
-        outs = body(ember.tensor(i, dtype=ember.int64), ember.tensor(keep), *v)
+        outs = body(ember.tensor(i, dtype=ember.int64, device=dev), ember.tensor(keep, device=dev), *v)
         if len(outs) != 1 + len(v) + n_scan:
             raise OnnxOpError(f"Loop: the body returned {len(outs)} values, expected {1 + len(v) + n_scan}")
         keep = _bool(outs[0])
@@ -104,7 +105,7 @@ def loop(M=None, cond=None, *v_initial, body: Callable, n_outputs: int = 1):
         for k in range(n_scan):
             scans[k].append(outs[1 + len(v) + k])
         i += 1
-    return tuple(v) + tuple(_stack(s) for s in scans)
+    return tuple(v) + tuple(_stack(s, dev) for s in scans)
 
 
 @op("Scan", since=9)
@@ -138,7 +139,7 @@ def scan(*inputs, body: Callable, num_scan_inputs: int, scan_input_axes: Sequenc
     for j in range(k):
         items = collected[j][::-1] if out_dirs[j] else collected[j]
         if not items:
-            results.append(ember.zeros(0))
+            results.append(ember.zeros(0, device=device_of(inputs)))
             continue
         ax = out_axes[j]
         ax = ax + items[0].dim() + 1 if ax < 0 else ax
@@ -163,7 +164,7 @@ def scan8(sequence_lens=None, *inputs, body: Callable, num_scan_inputs: int,
     batch = inputs[0].shape[0]
     if sequence_lens is not None:
         full = inputs[-1].shape[1]
-        lens = sequence_lens.numpy().reshape(-1)
+        lens = to_host(sequence_lens).reshape(-1)
         if (lens != full).any():
             raise OnnxOpError(f"Scan-8: sequence_lens {lens.tolist()} shorter than the scan length {full} "
                               "are not supported")
@@ -222,7 +223,7 @@ def sequence_erase(input_sequence: list, position=None):
 @op("SequenceLength")
 def sequence_length(input_sequence: list):
     """SequenceLength: the number of tensors, as an int64 scalar."""
-    return ember.tensor(len(input_sequence), dtype=ember.int64)
+    return ember.tensor(len(input_sequence), dtype=ember.int64, device=device_of(input_sequence))
 
 
 @op("SplitToSequence")
@@ -233,7 +234,7 @@ def split_to_sequence(input, split=None, *, axis: int = 0, keepdims: int = 1):
     if split is None:
         pieces = ember.split(input, 1, ax)
         return [p.squeeze(ax) for p in pieces] if not keepdims else list(pieces)
-    s = split.numpy() if isinstance(split, ember.Tensor) else np.asarray(split)
+    s = to_host(split) if isinstance(split, ember.Tensor) else np.asarray(split)
     if s.ndim == 0:
         return list(ember.split(input, int(s), ax))
     return list(ember.split(input, [int(v) for v in s], ax))
@@ -274,7 +275,7 @@ def optional(input=None, *, type: str | None = None):  # noqa: A002 - the ONNX a
 @op("OptionalHasElement")
 def optional_has_element(input=None):  # noqa: A002
     """OptionalHasElement: whether the optional (or optional input) holds a value."""
-    return ember.tensor(input is not None)
+    return ember.tensor(input is not None, device=device_of(input))
 
 
 @op("OptionalGetElement")

@@ -20,7 +20,7 @@ import numpy as np
 import ember
 import ember.nn.functional as F
 
-from ._registry import OnnxOpError, op
+from ._registry import OnnxOpError, from_host, op, to_host
 
 __all__ = ["causal_conv_with_state", "linear_attention", "adagrad", "adam", "momentum", "binarizer",
            "array_feature_extractor", "tfidf_vectorizer", "image_decoder", "tree_ensemble"]
@@ -38,7 +38,7 @@ def causal_conv_with_state(input, weight, bias=None, past_state=None, *, activat
                           f"{tuple(input.shape)} and {tuple(weight.shape)}")
     b, c, _ = input.shape
     k = weight.shape[2]
-    pad = ember.zeros(b, c, k - 1, dtype=input.dtype) if past_state is None else past_state
+    pad = ember.zeros(b, c, k - 1, dtype=input.dtype, device=input.device) if past_state is None else past_state
     padded = ember.cat([pad, input], 2)
     out = F.conv1d(padded, weight, bias, groups=c)
     if activation != "none":   # half types: the activation in float32, as the reference does
@@ -90,7 +90,7 @@ def linear_attention(query, key, value, past_state=None, decay=None, beta=None, 
             raise OnnxOpError(f"LinearAttention: beta shape {tuple(beta.shape)} does not fit the heads")
         b4 = _work(beta.reshape(b, t, beta.shape[-1], 1).permute(0, 2, 1, 3))
     state_dtype = query.dtype if past_state is None else past_state.dtype
-    state = (ember.zeros(b, kv_num_heads, d_k, d_v, dtype=q4.dtype) if past_state is None
+    state = (ember.zeros(b, kv_num_heads, d_k, d_v, dtype=q4.dtype, device=q4.device) if past_state is None
              else past_state.to(q4.dtype))
     s = 1.0 / math.sqrt(d_k) if not scale else float(scale)
     outs = []
@@ -209,7 +209,7 @@ def tfidf_vectorizer(X, *, max_gram_length: int, max_skip_count: int, min_gram_l
                 grams[tuple(pool[j:j + n])] = gid
             gid += 1
     size = max(ngram_indexes) + 1
-    x = X.numpy()
+    x = to_host(X)
     rows = x.reshape(1, -1) if x.ndim == 1 else x
     counts = np.zeros((rows.shape[0], size), np.float32)
     for r, row in enumerate(rows.tolist()):
@@ -234,7 +234,7 @@ def tfidf_vectorizer(X, *, max_gram_length: int, max_skip_count: int, min_gram_l
     elif mode == "TFIDF":
         counts = counts * w
     out = counts.astype(np.float32)
-    return ember.from_numpy(out[0] if x.ndim == 1 else out)
+    return from_host(out[0] if x.ndim == 1 else out, X)
 
 
 @op("ImageDecoder", since=20)
@@ -248,7 +248,7 @@ def image_decoder(encoded_stream, *, pixel_format: str = "RGB"):
     if pixel_format not in ("RGB", "BGR", "Grayscale"):
         raise OnnxOpError(f"ImageDecoder: pixel_format {pixel_format!r} is not RGB, BGR or Grayscale")
     try:
-        img = Image.open(io.BytesIO(encoded_stream.numpy().tobytes()))
+        img = Image.open(io.BytesIO(to_host(encoded_stream).tobytes()))
         if pixel_format == "Grayscale":
             a = np.asarray(img.convert("L"))[:, :, None]
         else:
@@ -256,11 +256,11 @@ def image_decoder(encoded_stream, *, pixel_format: str = "RGB"):
             a = a[:, :, ::-1] if pixel_format == "BGR" else a
     except (OSError, ValueError) as e:
         raise OnnxOpError(f"ImageDecoder: cannot decode the image ({e})") from e
-    return ember.from_numpy(np.array(a, dtype=np.uint8, order="C"))
+    return from_host(np.array(a, dtype=np.uint8, order="C"), encoded_stream)
 
 
 def _host(v):
-    return v.numpy() if isinstance(v, ember.Tensor) else np.asarray(v)
+    return to_host(v) if isinstance(v, ember.Tensor) else np.asarray(v)
 
 
 @op("TreeEnsemble", domain="ai.onnx.ml", since=5)
@@ -274,7 +274,7 @@ def tree_ensemble(X, *, nodes_splits, nodes_featureids, nodes_modes, nodes_truen
         raise OnnxOpError(f"TreeEnsemble: post_transform {post_transform} is not supported (only NONE)")
     if aggregate_function not in (0, 1, 2, 3):
         raise OnnxOpError(f"TreeEnsemble: unknown aggregate_function {aggregate_function}")
-    x = X.numpy()
+    x = to_host(X)
     splits, modes = _host(nodes_splits).astype(np.float64), _host(nodes_modes).astype(int)
     feats, tn, fn = list(nodes_featureids), list(nodes_truenodeids), list(nodes_falsenodeids)
     tl, fl = list(nodes_trueleafs), list(nodes_falseleafs)
@@ -319,4 +319,4 @@ def tree_ensemble(X, *, nodes_splits, nodes_featureids, nodes_modes, nodes_truen
                 out[r, t] = min(out[r, t], w)
             else:
                 out[r, t] = max(out[r, t], w)
-    return ember.from_numpy(out.astype(x.dtype))
+    return from_host(out.astype(x.dtype), X)

@@ -27,7 +27,7 @@ import ember
 import ember.nn.functional as F
 from ember import Tensor
 
-from ._registry import OnnxOpError, op, upgrader
+from ._registry import OnnxOpError, from_host, op, to_host, upgrader
 
 # ONNX TensorProto.DataType codes -> ember dtypes (None: a type ember has no dtype for).
 _ONNX_TYPES: dict[int, tuple[str, object]] = {
@@ -382,11 +382,10 @@ def bit_cast(x: Tensor, *, to: int) -> Tensor:
         raise OnnxOpError(f"BitCast: {x.dtype.name} and {dt.name} differ in bit width")
     # a host round trip: bit patterns are not differentiable (np.array keeps 0-d shapes, unlike
     # np.ascontiguousarray)
-    arr = np.array(x.detach().numpy(), copy=True, order="C").view(dt.np)
+    arr = np.array(to_host(x), copy=True, order="C").view(dt.np)
     if dt is ember.bool:
         arr = arr != 0  # any nonzero byte reads as true
-    out = ember.from_numpy(arr)
-    return out if out.device == x.device else out.to(x.device)
+    return from_host(arr, x)
 
 
 # ---------------------------------------------------------------- activations

@@ -20,7 +20,7 @@ import ember
 import ember.nn.functional as F
 from ember import Tensor
 
-from ._registry import OnnxOpError, op, upgrader
+from ._registry import OnnxOpError, generator, op, upgrader
 
 __all__ = [
     "conv", "conv_transpose", "conv_integer", "max_pool", "average_pool", "lp_pool",
@@ -267,7 +267,7 @@ def max_pool(X: Tensor, *, auto_pad: str = "NOTSET", ceil_mode: int = 0, dilatio
         flat = flat * size[i] + coords[i]
     n, c = X.shape[0], X.shape[1]
     plane = math.prod(size)
-    base = (ember.arange(n * c, dtype=ember.int64) * plane).reshape((n, c) + (1,) * nd)
+    base = (ember.arange(n * c, dtype=ember.int64, device=X.device) * plane).reshape((n, c) + (1,) * nd)
     y = y.to(X.dtype) if y.dtype != X.dtype else y
     return (y, flat + base) + (None,) * (n_outputs - 2)
 
@@ -286,7 +286,7 @@ def average_pool(X: Tensor, *, auto_pad: str = "NOTSET", ceil_mode: int = 0, cou
     total = _window_sum(xp, nd, k, s, d, out)
     # the divisor depends only on the position: pool a mask of the counted cells
     size = tuple(X.shape[2:])
-    ones = ember.ones(size, dtype=X.dtype)
+    ones = ember.ones(size, dtype=X.dtype, device=X.device)
     if count_include_pad:
         mask = _pad(_pad(ones, p, nd, 1.0), (0,) * nd + extra, nd, 0.0)
     else:
@@ -342,7 +342,7 @@ def max_unpool(X: Tensor, I: Tensor, output_shape: Tensor | None = None, *, kern
     idx = I.reshape(-1).to(ember.int64)
     if idx.numel() and (int(idx.min()) < 0 or int(idx.max()) >= n):
         raise OnnxOpError(f"ONNX MaxUnpool: indices reach {int(idx.max())}, outside the output shape {shape}")
-    return ember.zeros(n, dtype=X.dtype).scatter(0, idx, X.reshape(-1)).reshape(shape)
+    return ember.zeros(n, dtype=X.dtype, device=X.device).scatter(0, idx, X.reshape(-1)).reshape(shape)
 
 
 @op("MaxRoiPool")
@@ -366,13 +366,13 @@ def max_roi_pool(X: Tensor, rois: Tensor, *, pooled_shape=(), spatial_scale: flo
                 ws = min(max(int(math.floor(j * rw / pw)) + x1, 0), W)
                 we = min(max(int(math.ceil((j + 1) * rw / pw)) + x1, 0), W)
                 if he <= hs or we <= ws:
-                    row.append(ember.zeros(X.shape[1], dtype=X.dtype))
+                    row.append(ember.zeros(X.shape[1], dtype=X.dtype, device=X.device))
                 else:
                     row.append(X[b, :, hs:he, ws:we].amax(dim=(1, 2)))
             cells.append(ember.stack(row, dim=-1))
         outs.append(ember.stack(cells, dim=-2))
     if not outs:
-        return ember.zeros((0, X.shape[1], ph, pw), dtype=X.dtype)
+        return ember.zeros((0, X.shape[1], ph, pw), dtype=X.dtype, device=X.device)
     return ember.stack(outs)
 
 
@@ -565,16 +565,13 @@ def dropout(data: Tensor, ratio: Tensor | None = None, training_mode: Tensor | N
     r = float(ratio.item()) if ratio is not None else 0.5
     if not train or r == 0.0:
         y = data
-        mask = ember.ones(data.shape, dtype=ember.bool)
+        mask = ember.ones(data.shape, dtype=ember.bool, device=data.device)
     else:
         if not 0.0 <= r < 1.0:
             raise OnnxOpError(f"ONNX Dropout: ratio {r} is outside [0, 1)")
         _need_float("Dropout", data)
-        gen = None
-        if seed is not None:   # a private generator: a seeded node must not reseed the global one
-            gen = ember.Generator()
-            gen.manual_seed(int(seed))
-        mask = ember.rand(*data.shape, generator=gen) >= r
+        gen = generator(seed, data.device)
+        mask = ember.rand(*data.shape, generator=gen, device=data.device) >= r
         y = data * mask.to(data.dtype) / (1.0 - r)
     if n_outputs < 2:
         return y

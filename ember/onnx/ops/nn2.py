@@ -63,9 +63,9 @@ def _activations(name, names, alphas, betas, per_dir, defaults, num_dir):
     return [fns[i * per_dir:(i + 1) * per_dir] for i in range(num_dir)]
 
 
-def _reverse_index(T: int, lens: Tensor | None, B: int):
+def _reverse_index(T: int, lens: Tensor | None, B: int, device):
     """Time index per (t, batch) that reverses each sequence within its own length."""
-    t = ember.arange(T, dtype=ember.int64).reshape(T, 1)
+    t = ember.arange(T, dtype=ember.int64, device=device).reshape(T, 1)
     if lens is None:
         return (T - 1 - t).expand(T, B)
     L = lens.to(ember.int64).reshape(1, B)
@@ -88,13 +88,13 @@ def _run_recurrence(name, X, lens, step, state0, direction, num_dir, clip, proje
     dirs = ["forward", "reverse"] if direction == "bidirectional" else [direction]
     if len(dirs) != num_dir:
         raise OnnxOpError(f"ONNX {name}: W has {num_dir} directions but direction is {direction!r}")
-    t_idx = ember.arange(T, dtype=ember.int64)
+    t_idx = ember.arange(T, dtype=ember.int64, device=X.device)
     ys, finals = [], []
     for d, kind in enumerate(dirs):
         xs = X
         rev = None
         if kind == "reverse":
-            rev = _reverse_index(T, lens, B)
+            rev = _reverse_index(T, lens, B, X.device)
             xs = _time_gather(X, rev)
         if project is not None:
             xs = project(xs, d)
@@ -108,7 +108,7 @@ def _run_recurrence(name, X, lens, step, state0, direction, num_dir, clip, proje
                 h = ember.where(active, h, ember.zeros_like(h))
             state = new_state
             outs.append(h)
-        y = ember.stack(outs) if outs else ember.zeros((0, B, state[0].shape[-1]), dtype=X.dtype)
+        y = ember.stack(outs) if outs else ember.zeros((0, B, state[0].shape[-1]), dtype=X.dtype, device=X.device)
         if rev is not None and T:
             y = _time_gather(y, rev)
         ys.append(y)
@@ -126,8 +126,8 @@ def _rnn_prep(name, X, W, R, B, sequence_lens, initial, layout, gates, hidden_si
         raise OnnxOpError(f"ONNX {name}: hidden_size {hidden_size} does not match W of shape {tuple(W.shape)}")
     Bsz = X.shape[1]
     if B is None:
-        B = ember.zeros((num_dir, 2 * GH), dtype=X.dtype)
-    init = [ember.zeros((num_dir, Bsz, H), dtype=X.dtype) if t is None else
+        B = ember.zeros((num_dir, 2 * GH), dtype=X.dtype, device=X.device)
+    init = [ember.zeros((num_dir, Bsz, H), dtype=X.dtype, device=X.device) if t is None else
             (t.transpose(0, 1) if layout else t) for t in initial]
     return X, num_dir, H, B, init
 
@@ -396,7 +396,7 @@ def _nll(name, logp: Tensor, target: Tensor, weight: Tensor | None, ignore_index
         raise OnnxOpError(f"ONNX {name}: target dtype {target.dtype} is not int32/int64")
     t = target.to(ember.int64)
     C = logp.shape[1]
-    valid = ember.ones(t.shape, dtype=ember.bool) if ignore_index is None else t != ignore_index
+    valid = ember.ones(t.shape, dtype=ember.bool, device=t.device) if ignore_index is None else t != ignore_index
     safe = ember.where(valid, t, ember.zeros_like(t))
     picked = logp.gather(1, safe.unsqueeze(1)).squeeze(1)
     w = valid.to(logp.dtype)

@@ -14,7 +14,7 @@ import math
 import ember
 from ember import Tensor
 
-from ._registry import OnnxOpError, op, upgrader
+from ._registry import OnnxOpError, generator, op, upgrader
 
 __all__ = ["quantize_linear", "dequantize_linear", "dynamic_quantize_linear", "qlinear_matmul", "qlinear_conv",
            "dft", "stft", "hann_window", "hamming_window", "blackman_window", "mel_weight_matrix",
@@ -116,8 +116,8 @@ def dynamic_quantize_linear(x: Tensor) -> tuple[Tensor, Tensor, Tensor]:
     Returns (y, y_scale, y_zero_point)."""
     _need_float("DynamicQuantizeLinear", x)
     xf = x.to(ember.float32)
-    lo = xf.min().clamp(max=0.0) if x.numel() else ember.tensor(0.0)
-    hi = xf.max().clamp(min=0.0) if x.numel() else ember.tensor(0.0)
+    lo = xf.min().clamp(max=0.0) if x.numel() else ember.tensor(0.0, device=x.device)
+    hi = xf.max().clamp(min=0.0) if x.numel() else ember.tensor(0.0, device=x.device)
     scale = (hi - lo) / 255.0
     safe = ember.where(scale == 0, ember.ones_like(scale), scale)
     zp = _saturate("DynamicQuantizeLinear", (-lo / safe).round(), ember.uint8)
@@ -171,10 +171,10 @@ def qlinear_conv(x: Tensor, x_scale: Tensor, x_zero_point: Tensor, w: Tensor, w_
 
 # ------------------------------------------------------------------------------------- signal processing
 
-def _twiddles(n_in: int, n_out: int, length: int, dtype, sign: float):
-    """cos and sign*sin of 2*pi*k*t/length as (n_in, n_out) matrices (t along rows)."""
-    t = ember.arange(n_in, dtype=ember.float64).reshape(-1, 1)
-    k = ember.arange(n_out, dtype=ember.float64).reshape(1, -1)
+def _twiddles(n_in: int, n_out: int, length: int, dtype, sign: float, device):
+    """cos and sign*sin of 2*pi*k*t/length as (n_in, n_out) matrices (t along rows) on ``device``."""
+    t = ember.arange(n_in, dtype=ember.float64, device=device).reshape(-1, 1)
+    k = ember.arange(n_out, dtype=ember.float64, device=device).reshape(1, -1)
     ang = (t * k % length) * (2 * math.pi / length)   # reduce first: keeps float64 angles small
     return ang.cos().to(dtype), (ang.sin() * sign).to(dtype)
 
@@ -204,9 +204,9 @@ def dft(input: Tensor, dft_length: Tensor | None = None, axis: Tensor | None = N
         # Hermitian extension: bins 1..n/2-1 count twice; DC and Nyquist imaginary parts drop out
         use = min(m, n // 2 + 1)
         xr, xi = xr[..., :use], (xi[..., :use] if xi is not None else None)
-        c, s = _twiddles(use, n, n, dt, 1.0)
+        c, s = _twiddles(use, n, n, dt, 1.0, input.device)
         wts = [1.0 if (k == 0 or 2 * k == n) else 2.0 for k in range(use)]
-        w = ember.tensor(wts, dtype=dt).reshape(-1, 1)
+        w = ember.tensor(wts, dtype=dt, device=input.device).reshape(-1, 1)
         y = xr @ (c * w)
         if xi is not None:
             y = y - xi @ (s * w)
@@ -215,7 +215,7 @@ def dft(input: Tensor, dft_length: Tensor | None = None, axis: Tensor | None = N
         xr, xi = xr[..., :n], (xi[..., :n] if xi is not None else None)
     n_in = min(m, n)   # zero padding to n adds nothing to the sums
     n_out = n // 2 + 1 if onesided else n
-    c, s = _twiddles(n_in, n_out, n, dt, 1.0 if inverse else -1.0)
+    c, s = _twiddles(n_in, n_out, n, dt, 1.0 if inverse else -1.0, input.device)
     # (xr + i xi)(c + i s) = xr c - xi s + i (xr s + xi c)
     re = xr @ c
     im = xr @ s
@@ -259,8 +259,8 @@ def stft(signal: Tensor, frame_step: Tensor, window: Tensor | None = None, frame
     if fl > L or step < 1:
         raise OnnxOpError(f"ONNX STFT: frame_length {fl} / frame_step {step} do not fit signal length {L}")
     frames = 1 + (L - fl) // step
-    idx = (ember.arange(frames, dtype=ember.int64).reshape(-1, 1) * step
-           + ember.arange(fl, dtype=ember.int64).reshape(1, -1)).reshape(-1)
+    idx = (ember.arange(frames, dtype=ember.int64, device=signal.device).reshape(-1, 1) * step
+           + ember.arange(fl, dtype=ember.int64, device=signal.device).reshape(1, -1)).reshape(-1)
     fr = signal.index_select(1, idx).reshape(signal.shape[0], frames, fl, signal.shape[2])
     if window is not None:
         fr = fr * window.to(signal.dtype).reshape(1, 1, fl, 1)
@@ -271,10 +271,10 @@ def _window(name: str, size: Tensor, periodic: int, output_datatype: int, coeffs
     n = int(size.item())
     dt = _dtype(name, output_datatype)
     if n <= 0:
-        return ember.zeros(0, dtype=dt)
+        return ember.zeros(0, dtype=dt, device=size.device)
     N = n if periodic else n - 1
-    k = ember.arange(n, dtype=ember.float64)
-    w = ember.zeros(n, dtype=ember.float64) + coeffs[0]
+    k = ember.arange(n, dtype=ember.float64, device=size.device)
+    w = ember.zeros(n, dtype=ember.float64, device=size.device) + coeffs[0]
     for j, a in enumerate(coeffs[1:], start=1):
         w = w + a * (k * (2 * math.pi * j / N)).cos() if N else w + a
     return w.to(dt)
@@ -323,7 +323,8 @@ def mel_weight_matrix(num_mel_bins: Tensor, dft_length: Tensor, sample_rate: Ten
                 rows[j][i] = (j - a) / (c - a)
         for j in range(c, b):
             rows[j][i] = (b - j) / (b - c)
-    return ember.tensor(rows, dtype=ember.float64).to(_dtype("MelWeightMatrix", output_datatype))
+    out = _dtype("MelWeightMatrix", output_datatype)
+    return ember.tensor(rows, dtype=ember.float64, device=num_mel_bins.device).to(out)
 
 
 # -------------------------------------------------------------------------------------------- detection
@@ -341,7 +342,7 @@ def non_max_suppression(boxes: Tensor, scores: Tensor, max_output_boxes_per_clas
     sc = scores.detach().to(ember.float64).tolist()
     out: list[list[int]] = []
     if limit <= 0:
-        return ember.zeros((0, 3), dtype=ember.int64)
+        return ember.zeros((0, 3), dtype=ember.int64, device=boxes.device)
     for b, per_batch in enumerate(sc):
         corners = []
         for v in bx[b]:
@@ -362,8 +363,8 @@ def non_max_suppression(boxes: Tensor, scores: Tensor, max_output_boxes_per_clas
                     kept.append(i)
             out += [[b, c, i] for i in kept]
     if not out:
-        return ember.zeros((0, 3), dtype=ember.int64)
-    return ember.tensor(out, dtype=ember.int64)
+        return ember.zeros((0, 3), dtype=ember.int64, device=boxes.device)
+    return ember.tensor(out, dtype=ember.int64, device=boxes.device)
 
 
 def _iou(a, b) -> float:
@@ -403,13 +404,15 @@ def roi_align(X: Tensor, rois: Tensor, batch_indices: Tensor, *, coordinate_tran
         gw = sampling_ratio if sampling_ratio > 0 else int(math.ceil(rw / pw))
         count = max(gh * gw, 1)
         if gh * gw == 0:
-            outs.append(ember.zeros((C, ph, pw), dtype=X.dtype))
+            outs.append(ember.zeros((C, ph, pw), dtype=X.dtype, device=X.device))
             continue
         # sample coordinates of every (bin, sub-sample) at once: (ph*gh,) rows and (pw*gw,) columns
-        ys = y0 + (ember.arange(ph, dtype=ember.float64).reshape(ph, 1) * bh
-                   + (ember.arange(gh, dtype=ember.float64).reshape(1, gh) + 0.5) * (bh / gh)).reshape(-1)
-        xs = x0 + (ember.arange(pw, dtype=ember.float64).reshape(pw, 1) * bw
-                   + (ember.arange(gw, dtype=ember.float64).reshape(1, gw) + 0.5) * (bw / gw)).reshape(-1)
+        ys = y0 + (ember.arange(ph, dtype=ember.float64, device=X.device).reshape(ph, 1) * bh
+                   + (ember.arange(gh, dtype=ember.float64, device=X.device).reshape(1, gh) + 0.5)
+                   * (bh / gh)).reshape(-1)
+        xs = x0 + (ember.arange(pw, dtype=ember.float64, device=X.device).reshape(pw, 1) * bw
+                   + (ember.arange(gw, dtype=ember.float64, device=X.device).reshape(1, gw) + 0.5)
+                   * (bw / gw)).reshape(-1)
         (ylo, yhi, wy_lo, wy_hi, oky), (xlo, xhi, wx_lo, wx_hi, okx) = _axis_taps(ys, H), _axis_taps(xs, W)
         dims = (ph, gh, pw, gw)
         ok = _grid(oky, okx, "and", dims)   # inside the [-1, size] band on both axes
@@ -425,7 +428,7 @@ def roi_align(X: Tensor, rois: Tensor, batch_indices: Tensor, *, coordinate_tran
         else:
             outs.append(vals.amax(dim=4).amax(dim=3))
     if not outs:
-        return ember.zeros((0, C, ph, pw), dtype=X.dtype)
+        return ember.zeros((0, C, ph, pw), dtype=X.dtype, device=X.device)
     return ember.stack(outs)
 
 
@@ -479,10 +482,11 @@ def deform_conv(X: Tensor, W: Tensor, offset: Tensor, B: Tensor | None = None, m
                           f"do not fit group={group}, offset_group={G}")
     oh, ow = offset.shape[2], offset.shape[3]
     off = offset.reshape(n, G, kh, kw, 2, oh, ow)
-    base_y = (ember.arange(kh, dtype=X.dtype) * dh).reshape(kh, 1, 1, 1) + \
-        (ember.arange(oh, dtype=X.dtype) * sh - pt).reshape(1, 1, oh, 1)
-    base_x = (ember.arange(kw, dtype=X.dtype) * dw).reshape(1, kw, 1, 1) + \
-        (ember.arange(ow, dtype=X.dtype) * sw - pl).reshape(1, 1, 1, ow)
+    dev = X.device
+    base_y = (ember.arange(kh, dtype=X.dtype, device=dev) * dh).reshape(kh, 1, 1, 1) + \
+        (ember.arange(oh, dtype=X.dtype, device=dev) * sh - pt).reshape(1, 1, oh, 1)
+    base_x = (ember.arange(kw, dtype=X.dtype, device=dev) * dw).reshape(1, kw, 1, 1) + \
+        (ember.arange(ow, dtype=X.dtype, device=dev) * sw - pl).reshape(1, 1, 1, ow)
     py = off[:, :, :, :, 0] + base_y          # (n, G, kh, kw, oh, ow)
     px = off[:, :, :, :, 1] + base_x
     y0, x0 = py.detach().floor(), px.detach().floor()
@@ -545,14 +549,6 @@ def flex_attention(Q: Tensor, K: Tensor, V: Tensor, *, scale: float | None = Non
 
 # ----------------------------------------------------------------------------------------------- random
 
-def _gen(seed: float | None):
-    if seed is None:
-        return None
-    g = ember.Generator()
-    g.manual_seed(int(seed))
-    return g
-
-
 def _float_dtype(name: str, code: int):
     dt = _dtype(name, code)
     if dt not in _FLOATS:
@@ -564,16 +560,24 @@ def _float_dtype(name: str, code: int):
 def random_normal(*, dtype: int = 1, mean: float = 0.0, scale: float = 1.0, seed: float | None = None,
                   shape=()) -> Tensor:
     """ONNX RandomNormal: samples of N(mean, scale^2) (ember's generator, so values differ from other runtimes)."""
-    dt = _float_dtype("RandomNormal", dtype)
-    return (ember.randn(*shape, generator=_gen(seed), dtype=ember.float32) * scale + mean).to(dt)
+    return _normal(_float_dtype("RandomNormal", dtype), mean, scale, seed, shape, None)
+
+
+def _normal(dt, mean: float, scale: float, seed, shape, device) -> Tensor:
+    g = generator(seed, device)
+    return (ember.randn(*shape, generator=g, dtype=ember.float32, device=device) * scale + mean).to(dt)
 
 
 @op("RandomUniform")
 def random_uniform(*, dtype: int = 1, high: float = 1.0, low: float = 0.0, seed: float | None = None,
                    shape=()) -> Tensor:
     """ONNX RandomUniform: samples of U[low, high)."""
-    dt = _float_dtype("RandomUniform", dtype)
-    return (ember.rand(*shape, generator=_gen(seed), dtype=ember.float32) * (high - low) + low).to(dt)
+    return _uniform(_float_dtype("RandomUniform", dtype), low, high, seed, shape, None)
+
+
+def _uniform(dt, low: float, high: float, seed, shape, device) -> Tensor:
+    g = generator(seed, device)
+    return (ember.rand(*shape, generator=g, dtype=ember.float32, device=device) * (high - low) + low).to(dt)
 
 
 @op("RandomNormalLike")
@@ -581,7 +585,7 @@ def random_normal_like(input: Tensor, *, dtype: int | None = None, mean: float =
                        seed: float | None = None) -> Tensor:
     """ONNX RandomNormalLike: RandomNormal with ``input``'s shape (and dtype unless given)."""
     code = dtype if dtype is not None else next((k for k, v in _ONNX_DTYPES.items() if v == input.dtype), 1)
-    return random_normal(dtype=code, mean=mean, scale=scale, seed=seed, shape=tuple(input.shape))
+    return _normal(_float_dtype("RandomNormalLike", code), mean, scale, seed, tuple(input.shape), input.device)
 
 
 @op("RandomUniformLike")
@@ -589,7 +593,7 @@ def random_uniform_like(input: Tensor, *, dtype: int | None = None, high: float 
                         seed: float | None = None) -> Tensor:
     """ONNX RandomUniformLike: RandomUniform with ``input``'s shape (and dtype unless given)."""
     code = dtype if dtype is not None else next((k for k, v in _ONNX_DTYPES.items() if v == input.dtype), 1)
-    return random_uniform(dtype=code, high=high, low=low, seed=seed, shape=tuple(input.shape))
+    return _uniform(_float_dtype("RandomUniformLike", code), low, high, seed, tuple(input.shape), input.device)
 
 
 @op("Bernoulli")
@@ -597,7 +601,7 @@ def bernoulli(input: Tensor, *, dtype: int | None = None, seed: float | None = N
     """ONNX Bernoulli: 1 with probability ``input`` else 0, in ``dtype`` (default: input's dtype)."""
     _need_float("Bernoulli", input)
     out = _dtype("Bernoulli", dtype) if dtype is not None else input.dtype
-    u = ember.rand(*input.shape, generator=_gen(seed), dtype=ember.float64)
+    u = ember.rand(*input.shape, generator=generator(seed, input.device), dtype=ember.float64, device=input.device)
     return (u < input.detach().to(ember.float64)).to(out)
 
 
@@ -609,4 +613,4 @@ def multinomial(input: Tensor, *, dtype: int = 6, sample_size: int = 1, seed: fl
     if out not in (ember.int32, ember.int64):
         raise OnnxOpError(f"ONNX Multinomial: output dtype {out} is not int32/int64")
     probs = input.detach().softmax(dim=-1)
-    return ember.multinomial(probs, sample_size, replacement=True, generator=_gen(seed)).to(out)
+    return ember.multinomial(probs, sample_size, replacement=True, generator=generator(seed, input.device)).to(out)
