@@ -1,6 +1,6 @@
 """The CUDA backend's convolution, batch-norm and max-pool code paths against PyTorch (CPU).
 
-Every case runs on "cudasim" (the CUDA op code on numpy, registered by tests/test_cuda_sim.py's way) and,
+Every case runs on "cudasim" (the CUDA op code on numpy, registered by tests/test_cuda_sim.py) and,
 where CuPy and a GPU are present, on "cuda" too, where it exercises the GPU-only kernels: the per-sample
 im2col layout, col2im as one gather kernel, the cuBLAS strided-batched GEMM (``kernels.gemm_batched``),
 the two-launch batch-norm kernels and the max-pool kernels. The shapes pick each path: 1x1 convolutions
@@ -17,10 +17,9 @@ import torch
 
 import ember
 import ember.backends
-from ember.backend.autodiff import Autodiff
-from ember.backend.cuda import Cuda, kernels
+from ember.backend.cuda import kernels
+from tests import test_cuda_sim  # noqa: F401 - registers "cudasim" (one registration for every test module)
 
-ember.register_device("cudasim", lambda index: Autodiff(Cuda._with_array_module(np)))
 DEVICES = ["cudasim"] + (["cuda"] if ember.cuda.is_available() else [])
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
 
