@@ -358,9 +358,8 @@ def test_attention_weights_cuda_kernels_match_the_reference_on_the_host(tmp_path
     cxx = shutil.which("g++") or shutil.which("clang++")
     if cxx is None:
         pytest.skip("no host C++ compiler")
-    ctype = "float" if dtype == "float32" else "unsigned short"
     src, lib = tmp_path / "attn.cpp", tmp_path / "attn.so"
-    driver = _ATTN_DRIVER.replace("S*", f"{ctype}*").replace("FORM", "_warp" if form == "warp" else "")
+    driver = _ATTN_DRIVER.replace("FORM", "_warp" if form == "warp" else "")  # S: the source's storage type
     src.write_text("#define EMBER_HOST_SIM 1\n#define EMBER_WARP 1\n" + _CUDA_STUB + _ATTN_STUB + ca.source(dtype)
                    + driver)
     subprocess.run([cxx, "-shared", "-fPIC", "-O1", "-o", str(lib), str(src)], check=True, capture_output=True)
@@ -472,7 +471,8 @@ extern "C" void run(const char* src, void* dst, unsigned long long n, const long
     sizes, steps = (np.array(v, np.int64) for v in got)
     out = np.zeros(x.shape, x.dtype)
     n = x.nbytes // 16
-    run(ctypes.c_void_p(view.__array_interface__["data"][0]), out.ctypes.data_as(ctypes.c_void_p), ctypes.c_ulonglong(n),
+    run(ctypes.c_void_p(view.__array_interface__["data"][0]), out.ctypes.data_as(ctypes.c_void_p),
+        ctypes.c_ulonglong(n),
         sizes.ctypes.data_as(ctypes.c_void_p), steps.ctypes.data_as(ctypes.c_void_p))
     np.testing.assert_array_equal(out, np.ascontiguousarray(x))
 

@@ -23,6 +23,9 @@ from typing import Any
 
 from .._tensor import Tensor
 from ..autograd.grad_mode import no_grad
+from ..backend import capture
+from ..backend.autodiff import Autodiff
+from ..backend.autodiff.graph import version
 from ..backend.capture import capturing
 from ..nn.module import RemovableHandle  # the handle every register_*_hook returns
 
@@ -337,9 +340,6 @@ _host_steps: dict = {}
 def _stamp(t: Tensor):
     """(storage version, replays so far) of a counter, or None where the device's stack keeps no versions
     (then the mirror is not used)."""
-    from ..backend import capture
-    from ..backend.autodiff import Autodiff
-    from ..backend.autodiff.graph import version
     be = t._device.backend
     if not isinstance(be, Autodiff):
         return None

@@ -26,7 +26,10 @@ _TWO_BYTE = r"""
 __device__ inline void load8(const unsigned short* p, float* f) {
     ember_u4 u = *(const ember_u4*)p;
     unsigned w[4] = {u.x, u.y, u.z, u.w};
-    for (int q = 0; q < 4; ++q) { f[2 * q] = ld((unsigned short)(w[q] & 0xffffu)); f[2 * q + 1] = ld((unsigned short)(w[q] >> 16)); }
+    for (int q = 0; q < 4; ++q) {
+        f[2 * q] = ld((unsigned short)(w[q] & 0xffffu));
+        f[2 * q + 1] = ld((unsigned short)(w[q] >> 16));
+    }
 }
 __device__ inline void pack8(unsigned short* p, const unsigned short* h) {
     ember_u4 u;
@@ -50,7 +53,8 @@ __device__ inline void pack8(float* p, const float* h) {
 }
 """),
     "bfloat16": ("unsigned short", "__device__ inline float ld(unsigned short v) { return bf16_in(v); }\n"
-                                   "__device__ inline unsigned short sv(float f) { return bf16_out(f); }\n" + _TWO_BYTE),
+                                   "__device__ inline unsigned short sv(float f) { return bf16_out(f); }\n"
+                                   + _TWO_BYTE),
     "float16": ("unsigned short", "__device__ inline float ld(unsigned short v) { return f16_in(v); }\n"
                                   "__device__ inline unsigned short sv(float f) { return f16_out(f); }\n" + _TWO_BYTE),
 }
@@ -119,12 +123,12 @@ extern "C" __global__ void ember_attention_weights(
                 if (e < base || e >= end) continue;
                 long long j = (long long)(e - base);
                 float v = j < lim ? expf(ld(s[j]) * scale - m) / den : 0.0f;
-                S wv = st_(v);
+                S wv = sv(v);
                 weights[e] = wv;
                 if (dropped != weights) {
                     unsigned int half = (unsigned int)(w[k / 2] >> (32 * (k % 2)));
                     float u = (float)(half >> 8) * 5.9604644775390625e-08f;  // top 24 bits * 2^-24
-                    dropped[e] = st_(ld(wv) * (u >= p ? keep : 0.0f));
+                    dropped[e] = sv(ld(wv) * (u >= p ? keep : 0.0f));
                 }
             }
         }
@@ -146,7 +150,7 @@ extern "C" __global__ void ember_attention_weights_backward(
         for (long long j = threadIdx.x; j < n; j += blockDim.x) {
             float gj = ld(g[j]);
             if (dropout) gj = ld(d[j]) != 0.0f ? gj * keep : 0.0f;
-            out[r * n + j] = st_(ld(w[j]) * (gj - dot) * scale);
+            out[r * n + j] = sv(ld(w[j]) * (gj - dot) * scale);
         }
     }
 }
@@ -258,11 +262,10 @@ extern "C" __global__ void ember_attention_weights_backward_warp(
 
 def source(dtype_name: str) -> str:
     """The CUDA source of the kernels for scores stored as ``dtype_name`` (float32, bfloat16, float16)."""
-    ctype, convert = _STORAGE[dtype_name]
-    body = (_KERNELS + _WARP_KERNELS).replace("S*", f"{ctype}*").replace("S wv", f"{ctype} wv").replace(
-        "S wv[8], dv[8]", f"{ctype} wv[8], dv[8]").replace("S o[8]", f"{ctype} o[8]").replace("st_(", "sv(")
-    return (f"#ifndef INFINITY\n#define INFINITY __int_as_float(0x7f800000)\n#endif\n{casts._CONVERT}{convert}"
-            + cuda_random._WORDS_FN + cuda_random._UNIT_FN + _REDUCE + body)
+    ctype, convert = _STORAGE[dtype_name]  # the kernels are written for the storage type S
+    return (f"#ifndef INFINITY\n#define INFINITY __int_as_float(0x7f800000)\n#endif\ntypedef {ctype} S;\n"
+            f"{casts._CONVERT}{convert}" + cuda_random._WORDS_FN + cuda_random._UNIT_FN + _REDUCE + _KERNELS
+            + _WARP_KERNELS)
 
 
 _kernels: dict = {}
@@ -324,14 +327,12 @@ def build(xp) -> dict:
         rows = s.size // n
         w = xp.empty_like(s)
         d = xp.empty_like(s) if p > 0.0 else w
-        mask64 = (1 << 64) - 1
         st = cuda_random._Words._graph_state(seed, offset) if p > 0.0 else None
         keep = reference.keep_scale(s.dtype, p) if p > 0.0 else 1.0
         warp, grid, block = _launch(n, rows, (s, w, d))
         ks[2 if warp else 0](grid, block, (
             s, w, d, np.int64(rows), np.int64(n), np.int64(L), np.float32(scale), np.int32(bool(is_causal)),
-            np.float32(p), np.float32(keep), np.uint64(seed & mask64), np.uint64(offset & mask64),
-            np.uint64((offset >> 64) & mask64), np.uint64((offset >> 128) & mask64),
+            np.float32(p), np.float32(keep), np.uint64(seed & cuda_random._MASK64), *cuda_random.kernel_counter(offset),
             np.uint64(0) if st is None else st))
         return w, d
 

@@ -174,16 +174,14 @@ def pieces(shape: tuple, strides: tuple, itemsize: int, ptr: int):
 
 
 def contiguous(xp, x):
-    """A C-contiguous copy of ``x`` gathered 16 bytes a thread, or None where :func:`pieces` says no (or for
-    small arrays: the caller copies as before)."""
-    if x.nbytes < (1 << 16):
-        return None
-    got = pieces(x.shape, x.strides, x.itemsize, x.data.ptr)
-    if got is None:
-        return None
-    kern = _kernel("ember_gather16")
+    """``x`` as a C-contiguous array: itself when it is one; else gathered 16 bytes a thread where
+    :func:`pieces` allows (and the array isn't tiny), else ``xp.ascontiguousarray``."""
+    if x.flags.c_contiguous:
+        return x
+    got = pieces(x.shape, x.strides, x.itemsize, x.data.ptr) if x.nbytes >= (1 << 16) else None
+    kern = None if got is None else _kernel("ember_gather16")
     if kern is None:
-        return None
+        return xp.ascontiguousarray(x)
     sizes, steps = got
     out = xp.empty(x.shape, x.dtype)
     n = x.nbytes // 16

@@ -16,6 +16,8 @@ import os
 
 import numpy as np
 
+from .casts import contiguous
+
 __all__ = ["matmul", "available", "prepare"]
 
 _DATA = {"float16": 2, "float32": 0, "float64": 1, "bfloat16": 14}  # cudaDataType
@@ -110,23 +112,10 @@ def matmul(a, b, out=None, **kw):
         b_arr, sb = _operand(cupy, b, batch, k * n)
         dtype = a.dtype.name
         data = _DATA[dtype]
-        if dtype == "float64":
-            compute, alpha, beta = _COMPUTE_64F, ctypes.c_double(1.0), ctypes.c_double(0.0)
-        else:
-            from ..switches import cuda as flags
-            tf32 = dtype == "float32" and flags.matmul.allow_tf32
-            compute = _COMPUTE_32F_TF32 if tf32 else _COMPUTE_32F
-            alpha, beta = ctypes.c_float(1.0), ctypes.c_float(0.0)
-        h = _handle(lib, c.device.id)
-        _check(lib.cublasSetStream_v2(h, ctypes.c_void_p(cupy.cuda.get_current_stream().ptr)), "cublasSetStream")
+        from ..switches import cuda as flags
         # row-major C = A @ B is column-major C^T = B^T @ A^T: B's buffer first, no transposes
-        ll = ctypes.c_longlong
-        _check(lib.cublasGemmStridedBatchedEx(
-            h, 0, 0, n, m, k, ctypes.byref(alpha),
-            ctypes.c_void_p(b_arr.data.ptr), data, n, ll(sb),
-            ctypes.c_void_p(a_arr.data.ptr), data, k, ll(sa),
-            ctypes.byref(beta), ctypes.c_void_p(c.data.ptr), data, n, ll(m * n),
-            count, compute, _GEMM_DEFAULT), "cublasGemmStridedBatchedEx")
+        _gemm(lib, c.device.id, (n, m, k), (b_arr.data.ptr, data, n, sb), (a_arr.data.ptr, data, k, sa),
+              (c.data.ptr, data, n, m * n), count, dtype, tf32=dtype == "float32" and flags.matmul.allow_tf32)
     if va:
         c = c[..., 0, :]
     if vb:
@@ -134,22 +123,32 @@ def matmul(a, b, out=None, **kw):
     return c
 
 
+def _gemm(lib, device: int, mnk: tuple, a: tuple, b: tuple, c: tuple, count: int, dtype: str,
+          tf32: bool = False) -> None:
+    """C = A B (column-major, no transposes) for ``count`` matrices, on the current stream: ``a``, ``b`` and
+    ``c`` are (pointer, cudaDataType, leading dimension, batch stride); 16-bit inputs and float32 accumulate
+    in float32 (on TF32 tensor cores when ``tf32``), float64 in float64."""
+    import cupy
+    if dtype == "float64":
+        compute, alpha, beta = _COMPUTE_64F, ctypes.c_double(1.0), ctypes.c_double(0.0)
+    else:
+        compute, alpha, beta = (_COMPUTE_32F_TF32 if tf32 else _COMPUTE_32F), ctypes.c_float(1.0), ctypes.c_float(0.0)
+    h = _handle(lib, device)
+    _check(lib.cublasSetStream_v2(h, ctypes.c_void_p(cupy.cuda.get_current_stream().ptr)), "cublasSetStream")
+    ll, ptr = ctypes.c_longlong, ctypes.c_void_p
+    _check(lib.cublasGemmStridedBatchedEx(
+        h, 0, 0, *mnk, ctypes.byref(alpha), ptr(a[0]), a[1], a[2], ll(a[3]), ptr(b[0]), b[1], b[2], ll(b[3]),
+        ctypes.byref(beta), ptr(c[0]), c[1], c[2], ll(c[3]), count, compute, _GEMM_DEFAULT),
+        "cublasGemmStridedBatchedEx")
+
+
 def _operand(cupy, x, batch, size):
     """(C-contiguous array, batch stride in elements): stride 0 for a matrix shared by the whole batch."""
     if x.ndim == 2 or all(d == 1 for d in x.shape[:-2]):
-        return _contiguous(cupy, x.reshape(x.shape[-2:])), 0
+        return contiguous(cupy, x.reshape(x.shape[-2:])), 0  # permuted heads: 16 bytes a thread
     if tuple(x.shape[:-2]) != tuple(batch):
         x = cupy.broadcast_to(x, tuple(batch) + x.shape[-2:])
-    return _contiguous(cupy, x), size
-
-
-def _contiguous(cupy, x):
-    """x made C-contiguous: permuted attention heads gathered 16 bytes a thread (casts.contiguous)."""
-    if x.flags.c_contiguous:
-        return x
-    from .casts import contiguous
-    r = contiguous(cupy, x)
-    return cupy.ascontiguousarray(x) if r is None else r
+    return contiguous(cupy, x), size
 
 
 # ---- sums over leading axes as one GEMM -------------------------------------------------------------------
@@ -177,18 +176,7 @@ def row_sum(x, out_dtype, capturing: bool = False):
             return None
         ones = _ones[key] = cupy.ones(max(n, 1024), x.dtype)
     out = cupy.empty(c, out_dtype)
-    if pair[0] == "float64":
-        compute, alpha, beta = _COMPUTE_64F, ctypes.c_double(1.0), ctypes.c_double(0.0)
-    else:
-        compute, alpha, beta = _COMPUTE_32F, ctypes.c_float(1.0), ctypes.c_float(0.0)
-    h = _handle(lib, x.device.id)
-    _check(lib.cublasSetStream_v2(h, ctypes.c_void_p(cupy.cuda.get_current_stream().ptr)), "cublasSetStream")
     # row-major (1, N) @ (N, C) is column-major (C, N) @ (N, 1): x's buffer is A with leading dimension C
-    ll = ctypes.c_longlong
-    _check(lib.cublasGemmStridedBatchedEx(
-        h, 0, 0, c, 1, n, ctypes.byref(alpha),
-        ctypes.c_void_p(x.data.ptr), _DATA[pair[0]], c, ll(0),
-        ctypes.c_void_p(ones.data.ptr), _DATA[pair[0]], n, ll(0),
-        ctypes.byref(beta), ctypes.c_void_p(out.data.ptr), _DATA[pair[1]], c, ll(c),
-        1, compute, _GEMM_DEFAULT), "cublasGemmStridedBatchedEx")
+    _gemm(lib, x.device.id, (c, 1, n), (x.data.ptr, _DATA[pair[0]], c, 0), (ones.data.ptr, _DATA[pair[0]], n, 0),
+          (out.data.ptr, _DATA[pair[1]], c, c), 1, pair[0])
     return out

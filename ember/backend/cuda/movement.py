@@ -13,6 +13,7 @@ import numpy as np
 
 from ..capture import capturing
 from ..numpy.movement import _PAD_MODES
+from . import casts
 
 STRIDED_ROOTS: dict[int, tuple] = {}
 _LIMIT = [65536]
@@ -84,14 +85,9 @@ def build(xp) -> dict:
         return _strided(root, tuple(size), tuple(s * item for s in stride), storage_offset * item)
 
     def _contiguous(x):
-        if x.flags.c_contiguous:
-            return x
         if gpu:  # 16-byte pieces a thread (permuted attention heads): CuPy's copy moves an element a thread
-            from .casts import contiguous
-            r = contiguous(xp, x)
-            if r is not None:
-                return r
-        return xp.ascontiguousarray(x)
+            return casts.contiguous(xp, x)
+        return x if x.flags.c_contiguous else xp.ascontiguousarray(x)
 
     def _copy(x):
         return xp.array(x, copy=True, order="C")

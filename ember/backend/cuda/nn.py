@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import kernels
+from .. import capture
+from . import cublas, kernels
 from ._util import LOW
 
 
@@ -146,8 +147,6 @@ def build(xp) -> dict:
 
     def _rows_sum(a, shape):
         """a (rows, cols) summed over its rows, shaped ``shape`` (one GEMM through cuBLAS when it can)."""
-        from .. import capture
-        from . import cublas
         r = cublas.row_sum(a, a.dtype, capture._depth[0] > 0) if a.shape[0] >= 64 else None
         return (a.sum(axis=0) if r is None else r).reshape(shape)
 

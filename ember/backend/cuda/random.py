@@ -140,6 +140,11 @@ extern "C" __global__ void ember_philox_unit32_graph(unsigned long long c0, unsi
 """
 
 
+def kernel_counter(offset: int) -> tuple:
+    """A stream offset as the kernels' three 64-bit counter words (low first)."""
+    return (np.uint64(offset & _MASK64), np.uint64((offset >> 64) & _MASK64), np.uint64((offset >> 128) & _MASK64))
+
+
 class _Words:
     """The reference's 64-bit words for (seed, offset, n), computed on the GPU."""
 
@@ -191,8 +196,7 @@ class _Words:
     def _run_unit(self, seed, offset, n, m, st=None):
         out = self.xp.empty(max(n, 0), np.float32)
         if n:
-            counter = (np.uint64(offset & _MASK64), np.uint64((offset >> 64) & _MASK64),
-                       np.uint64((offset >> 128) & _MASK64))
+            counter = kernel_counter(offset)
             grid = (((n + 7) // 8 + 255) // 256,)
             if st is None:
                 self.unit_kernel(grid, (256,), (np.uint64(seed & _MASK64), *counter, np.uint64(n), np.int32(m), out))
@@ -256,8 +260,7 @@ class _Words:
         out = xp.empty(max(n, 0), np.uint64)
         if n:
             blocks = (n + 3) // 4
-            counter = (np.uint64(offset & _MASK64), np.uint64((offset >> 64) & _MASK64),
-                       np.uint64((offset >> 128) & _MASK64))
+            counter = kernel_counter(offset)
             grid = ((blocks + 255) // 256,)
             if st is None:
                 self.kernel(grid, (256,), (np.uint64(seed & _MASK64), *counter, np.uint64(n), out))

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import capture
+from . import cublas
 from ._util import LOW, acc_dtype, axis
 
 
@@ -68,8 +70,6 @@ def build(xp) -> dict:
         if gpu and dim and x.size >= (1 << 16) and x.flags.c_contiguous:
             k = len(dim)
             if 0 < k < x.ndim and tuple(dim) == tuple(range(k)) and x.dtype.kind in "fV":
-                from .. import capture
-                from . import cublas
                 rows = int(np.prod(x.shape[:k]))
                 if rows >= 64:
                     r = cublas.row_sum(x.reshape(rows, -1), acc_dtype(dtype), capture._depth[0] > 0)
