@@ -14,6 +14,7 @@ import numpy as np
 
 from .fn import F
 from .graph import STATE, AccumulateGrad, Node, Var, version
+from .pieces import SliceGrads
 
 
 def _unpack(node: Node, create_graph: bool):
@@ -47,7 +48,21 @@ def _unpack(node: Node, create_graph: bool):
 
 def _accumulate(fb: F, buf: list, i: int, g):
     cur = buf[i]
-    buf[i] = g if cur is None else fb.add(cur, g)
+    if cur is None:
+        buf[i] = g
+        return
+    if cur.__class__ is SliceGrads or g.__class__ is SliceGrads:
+        both = cur.merge(g) if cur.__class__ is g.__class__ else None
+        if both is not None:
+            buf[i] = both
+            return
+        cur, g = _read(fb, cur), _read(fb, g)
+    buf[i] = fb.add(cur, g)
+
+
+def _read(fb: F, g):
+    """A gradient as a backend handle (slice gradients kept in pieces are summed here)."""
+    return g.value(fb) if g.__class__ is SliceGrads else g
 
 
 def _has_nan(inner, h) -> bool:
@@ -159,6 +174,7 @@ def run_backward(ad, roots, grads, *, retain_graph: bool, create_graph: bool, in
         while ready:
             _, _, node = heapq.heappop(ready)
             gs = buffers.pop(node, None) or [None] * _n_out(node)
+            gs = [_read(fb, g) for g in gs]
             if node.pre_hooks:
                 for idx, hooks in node.pre_hooks.items():
                     for h in hooks:
@@ -184,10 +200,13 @@ def run_backward(ad, roots, grads, *, retain_graph: bool, create_graph: bool, in
             else:
                 saved = _unpack(node, create_graph)
                 rule = node.rule
-                in_grads = rule.backward(fb, gs if rule.multi else gs[0], saved, node)
+                if node.op == "slice":  # summed once all the parts of its input have arrived
+                    in_grads = (SliceGrads.of(node, gs[0]),)
+                else:
+                    in_grads = rule.backward(fb, gs if rule.multi else gs[0], saved, node)
                 if STATE.anomaly:
                     for g in in_grads:
-                        if g is not None and _has_nan(inner, g):
+                        if g is not None and g.__class__ is not SliceGrads and _has_nan(inner, g):
                             trace = "".join(node.trace or ())
                             raise RuntimeError(f"Function '{node.name()}' returned nan values in its gradient output."
                                                + (f"\nThe forward call that created it:\n{trace}" if trace else ""))
@@ -201,7 +220,8 @@ def run_backward(ad, roots, grads, *, retain_graph: bool, create_graph: bool, in
                 if child not in nodes:
                     continue
                 if g is not None:
-                    g = _as_input_dtype(fb, g, meta)
+                    if g.__class__ is not SliceGrads:
+                        g = _as_input_dtype(fb, g, meta)
                     buf = buffers.setdefault(child, [None] * _n_out(child))
                     _accumulate(fb, buf, idx, g)
                 deps[child] -= 1
