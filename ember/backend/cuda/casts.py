@@ -129,8 +129,15 @@ _NAMES = {"bfloat16": "bf16", "float16": "f16"}
 
 def cast(xp, x, target):
     """``x.astype(target)`` in one vectorised pass for contiguous float32 <-> float16/bfloat16 arrays of at
-    least 4096 elements; None for every other case (the caller uses astype)."""
-    if x.size < 4096 or not x.flags.c_contiguous:
+    least 4096 elements, C or Fortran order (kept: astype's order "K"; a transposed weight's gradient is
+    Fortran-ordered); None for every other case (the caller uses astype)."""
+    if x.size < 4096:
+        return None
+    if x.flags.c_contiguous:
+        order = "C"
+    elif x.flags.f_contiguous:
+        order = "F"
+    else:
         return None
     src, dst = x.dtype.name, np.dtype(target).name
     if src == "float32" and dst in _NAMES:
@@ -144,7 +151,7 @@ def cast(xp, x, target):
     kern = _kernel(name)
     if kern is None:
         return None
-    out = xp.empty(x.shape, target)
+    out = xp.empty(x.shape, target, order=order)
     n = x.size
     kern((((n + 7) // 8 + 255) // 256,), (256,), (x, out, np.uint64(n)))
     return out

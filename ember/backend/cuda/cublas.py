@@ -108,14 +108,17 @@ def matmul(a, b, out=None, **kw):
     if c.size and k == 0:
         c.fill(0)
     elif c.size:
-        a_arr, sa = _operand(cupy, a, batch, m * k)
-        b_arr, sb = _operand(cupy, b, batch, k * n)
+        a_arr, sa, ta = _operand(cupy, a, batch, m * k)
+        b_arr, sb, tb = _operand(cupy, b, batch, k * n)
         dtype = a.dtype.name
         data = _DATA[dtype]
         from ..switches import cuda as flags
-        # row-major C = A @ B is column-major C^T = B^T @ A^T: B's buffer first, no transposes
-        _gemm(lib, c.device.id, (n, m, k), (b_arr.data.ptr, data, n, sb), (a_arr.data.ptr, data, k, sa),
-              (c.data.ptr, data, n, m * n), count, dtype, tf32=dtype == "float32" and flags.matmul.allow_tf32)
+        # row-major C = A @ B is column-major C^T = B^T @ A^T: B's buffer first. A row-major buffer read
+        # column-major is the transpose the product wants (op N, leading dim = its row length); an operand
+        # passed as its row-major transpose is transposed back by cuBLAS (op T, leading dim = its row count)
+        _gemm(lib, c.device.id, (n, m, k), (b_arr.data.ptr, data, k if tb else n, sb),
+              (a_arr.data.ptr, data, m if ta else k, sa), (c.data.ptr, data, n, m * n), count, dtype,
+              tf32=dtype == "float32" and flags.matmul.allow_tf32, trans=(tb, ta))
     if va:
         c = c[..., 0, :]
     if vb:
@@ -124,10 +127,11 @@ def matmul(a, b, out=None, **kw):
 
 
 def _gemm(lib, device: int, mnk: tuple, a: tuple, b: tuple, c: tuple, count: int, dtype: str,
-          tf32: bool = False) -> None:
-    """C = A B (column-major, no transposes) for ``count`` matrices, on the current stream: ``a``, ``b`` and
-    ``c`` are (pointer, cudaDataType, leading dimension, batch stride); 16-bit inputs and float32 accumulate
-    in float32 (on TF32 tensor cores when ``tf32``), float64 in float64."""
+          tf32: bool = False, trans: tuple = (False, False)) -> None:
+    """C = op(A) op(B) (column-major; op transposes where ``trans`` says) for ``count`` matrices, on the
+    current stream: ``a``, ``b`` and ``c`` are (pointer, cudaDataType, leading dimension, batch stride);
+    16-bit inputs and float32 accumulate in float32 (on TF32 tensor cores when ``tf32``), float64 in
+    float64."""
     import cupy
     if dtype == "float64":
         compute, alpha, beta = _COMPUTE_64F, ctypes.c_double(1.0), ctypes.c_double(0.0)
@@ -137,18 +141,24 @@ def _gemm(lib, device: int, mnk: tuple, a: tuple, b: tuple, c: tuple, count: int
     _check(lib.cublasSetStream_v2(h, ctypes.c_void_p(cupy.cuda.get_current_stream().ptr)), "cublasSetStream")
     ll, ptr = ctypes.c_longlong, ctypes.c_void_p
     _check(lib.cublasGemmStridedBatchedEx(
-        h, 0, 0, *mnk, ctypes.byref(alpha), ptr(a[0]), a[1], a[2], ll(a[3]), ptr(b[0]), b[1], b[2], ll(b[3]),
+        h, int(trans[0]), int(trans[1]), *mnk, ctypes.byref(alpha), ptr(a[0]), a[1], a[2], ll(a[3]), ptr(b[0]), b[1], b[2], ll(b[3]),
         ctypes.byref(beta), ptr(c[0]), c[1], c[2], ll(c[3]), count, compute, _GEMM_DEFAULT),
         "cublasGemmStridedBatchedEx")
 
 
 def _operand(cupy, x, batch, size):
-    """(C-contiguous array, batch stride in elements): stride 0 for a matrix shared by the whole batch."""
+    """(C-contiguous array, batch stride in elements, transposed): stride 0 for a matrix shared by the whole
+    batch. A matrix stored column by column (a transposed view: attention's kᵀ, the weights' transpose in
+    its backward) comes as its row-major transpose, for cuBLAS to transpose back, instead of being copied
+    element by element."""
+    transposed = x.shape[-1] > 1 and x.strides[-2] == x.itemsize and x.strides[-1] != x.itemsize
+    if transposed:
+        x = x.swapaxes(-1, -2)
     if x.ndim == 2 or all(d == 1 for d in x.shape[:-2]):
-        return contiguous(cupy, x.reshape(x.shape[-2:])), 0  # permuted heads: 16 bytes a thread
+        return contiguous(cupy, x.reshape(x.shape[-2:])), 0, transposed  # permuted heads: 16 bytes a thread
     if tuple(x.shape[:-2]) != tuple(batch):
         x = cupy.broadcast_to(x, tuple(batch) + x.shape[-2:])
-    return contiguous(cupy, x), size
+    return contiguous(cupy, x), size, transposed
 
 
 # ---- sums over leading axes as one GEMM -------------------------------------------------------------------
