@@ -296,6 +296,9 @@ def _check_all(op: str, *tensors):
         _check_tensor(t, op, name)
 
 
+_GEMMS = ("addmm", "addbmm", "baddbmm")
+
+
 def _fused(op: str, input: Tensor, prod_fn, shape: tuple, operands, beta, alpha) -> Tensor:
     """beta * input + alpha * prod_fn(*operands), with PyTorch's dtype, shape and zero-scale rules."""
     d = operands[0]._dtype
@@ -306,8 +309,10 @@ def _fused(op: str, input: Tensor, prod_fn, shape: tuple, operands, beta, alpha)
     if broadcast_shapes(input._shape, shape) != shape:
         raise RuntimeError(f"{op}: input of shape {list(input._shape)} can't be expanded to the result "
                            f"shape {list(shape)}")
-    if d.is_floating_point and d.itemsize < 4:
-        # half precision: PyTorch's CPU kernels multiply, scale and add in float32 and round once
+    if d.is_floating_point and d.itemsize < 4 and (operands[0]._device.type == "cpu" or op not in _GEMMS):
+        # half precision: PyTorch's CPU kernels multiply, scale and add in float32 and round once; on GPUs a
+        # matrix product stays in 16 bits (float32 accumulation), as PyTorch's CUDA addmm: an upcast there
+        # would make GPT-2's projections float32 GEMMs
         from ._elementwise import cast
         up = tuple(cast(x, dt.float32) for x in operands)
         return cast(_fused(op, cast(input, dt.float32), prod_fn, shape, up, beta, alpha), d)

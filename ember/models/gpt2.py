@@ -20,6 +20,7 @@ import math
 import os
 
 from .._creation import arange, empty
+from .._linalg_ops import addmm
 from .._tensor import Tensor
 from ..autograd.grad_mode import no_grad
 from ..nn import Dropout, Embedding, LayerNorm, Linear, Module, ModuleList, Parameter, init
@@ -80,8 +81,10 @@ class Conv1D(Module):
         init.zeros_(self.bias)
 
     def forward(self, x: Tensor) -> Tensor:
-        # F.linear wants (out, in); the transposed view costs nothing and BLAS reads either layout
-        return F.linear(x, self.weight.T, self.bias)
+        # x @ weight as it is stored (as Hugging Face's addmm): the gradient comes out in the weight's own
+        # layout, where F.linear(x, weight.T) would make it transposed (and copied into place)
+        out = addmm(self.bias, x.reshape(-1, self.nx), self.weight)
+        return out.view(*x.shape[:-1], self.nf)
 
     def extra_repr(self) -> str:
         return f"nf={self.nf}, nx={self.nx}"
