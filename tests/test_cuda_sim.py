@@ -432,6 +432,44 @@ extern "C" void run(int to16, const void* src, void* dst, unsigned long long n) 
     np.testing.assert_array_equal(back, want.astype(np.float32))
 
 
+@pytest.mark.parametrize("op", ["add", "sub", "mul"])
+def test_bf16_arithmetic_kernels_round_like_ml_dtypes_on_the_host(tmp_path, op):
+    """The CUDA kernels for two same-shape bfloat16 arrays (8 elements a thread), built by the host compiler:
+    each element computed in float32 and rounded once, as ml_dtypes (and CuPy, PyTorch) do; NaN and inf."""
+    import ctypes
+    import shutil
+    import subprocess
+
+    import ml_dtypes
+
+    from ember.backend.cuda import casts
+    cxx = shutil.which("g++") or shutil.which("clang++")
+    if cxx is None:
+        pytest.skip("no host C++ compiler")
+    driver = f"""
+extern "C" void run(const void* a, const void* b, void* o, unsigned long long n8) {{
+    blockDim.x = 256;
+    for (unsigned long long t = 0; t < n8; ++t) {{ blockIdx.x = t / 256; threadIdx.x = t % 256;
+        ember_{op}16_bf16((const ember_u4*)a, (const ember_u4*)b, (ember_u4*)o, n8); }} }}
+"""
+    src, lib = tmp_path / "arith.cpp", tmp_path / "arith.so"
+    src.write_text("#define EMBER_HOST_SIM 1\n" + _CUDA_STUB + _ATTN_STUB + casts.source() + driver)
+    subprocess.run([cxx, "-shared", "-fPIC", "-O1", "-o", str(lib), str(src)], check=True, capture_output=True)
+    run = ctypes.CDLL(str(lib)).run
+    rng = np.random.default_rng(3)
+    bf = ml_dtypes.bfloat16
+    a = (rng.standard_normal(4096) * 10.0 ** rng.integers(-20, 20, 4096)).astype(bf)
+    b = (rng.standard_normal(4096) * 10.0 ** rng.integers(-20, 20, 4096)).astype(bf)
+    a[:5] = [np.nan, np.inf, -np.inf, 3e38, 1.0]
+    b[:5] = [1.0, 2.0, np.inf, 3e38, 2.0 ** -9]   # an overflow and a tie in the last two
+    out = np.zeros(4096, bf)
+    ptr = lambda x: x.ctypes.data_as(ctypes.c_void_p)  # noqa: E731
+    run(ptr(a), ptr(b), ptr(out), ctypes.c_ulonglong(4096 // 8))
+    want = getattr(np, {"add": "add", "sub": "subtract", "mul": "multiply"}[op])(a.astype(np.float32),
+                                                                                  b.astype(np.float32)).astype(bf)
+    np.testing.assert_array_equal(out.astype(np.float32), want.astype(np.float32))
+
+
 @pytest.mark.parametrize("case", ["heads", "transpose", "sliced", "batch-first"])
 def test_gather_kernel_makes_strided_arrays_contiguous_on_the_host(tmp_path, case):
     """The CUDA strided-copy kernel (16-byte pieces, dims merged) built by the host compiler, run thread by

@@ -1,11 +1,13 @@
-"""Data movement 16 bytes a thread: casts between float32 and the 16-bit floats, and strided copies.
+"""Data movement 16 bytes a thread: casts between float32 and the 16-bit floats, strided copies, and the
+arithmetic of two same-shape 16-bit tensors (residual adds, gradient sums, dropout's products).
 
 Autocast casts every activation and gradient that crosses between float32 and bfloat16, and attention makes
 its permuted q, k, v contiguous for cuBLAS; CuPy's ``astype`` and copy kernels move one element a thread,
 several times slower than the memory for 2-byte types. The cast kernels take contiguous, 16-byte aligned
 arrays (others go to ``astype``) and round to nearest even, keeping NaN a NaN, as ``astype`` does. The copy
 kernel gathers 16-byte pieces of an array whose last dim is contiguous and whose other strides and base are
-multiples of 16 bytes (up to 6 dims after merging), into a new C-contiguous array.
+multiples of 16 bytes (up to 6 dims after merging), into a new C-contiguous array. The arithmetic kernels
+compute each element in float32 and round once, as CuPy's and PyTorch's 16-bit kernels do: the same bits.
 """
 
 from __future__ import annotations
@@ -95,10 +97,35 @@ extern "C" __global__ void ember_gather16(const char* __restrict__ src, ember_u4
 """
 
 
+# thread t computes elements 8t .. 8t+7 of two C-contiguous arrays of n8 * 8 elements
+_ARITH = r"""
+__device__ inline unsigned ember_OPNAME_pair_NAME(unsigned x, unsigned y) {
+    float a0 = IN((unsigned short)(x & 0xffffu)), b0 = IN((unsigned short)(y & 0xffffu));
+    float a1 = IN((unsigned short)(x >> 16)), b1 = IN((unsigned short)(y >> 16));
+    return (unsigned)OUT(a0 OP b0) | ((unsigned)OUT(a1 OP b1) << 16);
+}
+extern "C" __global__ void ember_OPNAME16_NAME(const ember_u4* __restrict__ a, const ember_u4* __restrict__ b,
+                                               ember_u4* __restrict__ o, unsigned long long n8) {
+    unsigned long long t = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x;
+    if (t >= n8) return;
+    ember_u4 x = a[t], y = b[t], r;
+    r.x = ember_OPNAME_pair_NAME(x.x, y.x); r.y = ember_OPNAME_pair_NAME(x.y, y.y);
+    r.z = ember_OPNAME_pair_NAME(x.z, y.z); r.w = ember_OPNAME_pair_NAME(x.w, y.w);
+    o[t] = r;
+}
+"""
+ARITH_OPS = {"add": "+", "sub": "-", "mul": "*"}
+
+
 def source() -> str:
-    """The CUDA source of the kernels (ember_to16_bf16, ember_from16_bf16, ..._f16, ember_gather16)."""
-    body = "".join(_KERNELS.replace("NAME", name).replace("OUT", f"{name}_out").replace("IN(", f"{name}_in(")
-                   for name in ("bf16", "f16"))
+    """The CUDA source of the kernels (ember_to16_bf16, ember_from16_bf16, ..._f16, ember_gather16,
+    ember_add16_bf16 and the other arithmetic)."""
+    body = ""
+    for name in ("bf16", "f16"):
+        def typed(code: str) -> str:
+            return code.replace("NAME", name).replace("OUT", f"{name}_out").replace("IN(", f"{name}_in(")
+        body += typed(_KERNELS)
+        body += "".join(typed(_ARITH.replace("OPNAME", op).replace("OP", sym)) for op, sym in ARITH_OPS.items())
     return _CONVERT + body + _GATHER
 
 
@@ -157,6 +184,24 @@ def cast(xp, x, target):
     return out
 
 
+def arith(xp, op: str, x, y):
+    """``x op y`` (op: add, sub, mul) of two C-contiguous float16/bfloat16 arrays of one shape and dtype, at
+    least 4096 elements in whole 16-byte pieces, 8 elements a thread; None for every other case (the caller
+    uses the ufunc, which moves one element a thread)."""
+    n = x.size
+    if (n < 4096 or n % 8 or x.shape != y.shape or x.dtype != y.dtype or not x.flags.c_contiguous
+            or not y.flags.c_contiguous or (x.data.ptr | y.data.ptr) % 16):
+        return None
+    short = _NAMES.get(x.dtype.name)
+    kern = None if short is None else _kernel(f"ember_{op}16_{short}")
+    if kern is None:
+        return None
+    out = xp.empty(x.shape, x.dtype)
+    n8 = n // 8
+    kern(((n8 + 255) // 256,), (256,), (x, y, out, np.uint64(n8)))
+    return out
+
+
 def pieces(shape: tuple, strides: tuple, itemsize: int, ptr: int):
     """(sizes, byte strides) of an array as 16-byte pieces, dims merged where they are one run, at most 6
     of them; None when it isn't made of aligned 16-byte pieces (last dim not contiguous, a stride or the base
@@ -197,4 +242,4 @@ def contiguous(xp, x):
     return out
 
 
-__all__ = ["cast", "contiguous", "pieces", "source"]
+__all__ = ["arith", "cast", "contiguous", "pieces", "source"]

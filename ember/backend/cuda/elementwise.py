@@ -67,6 +67,8 @@ def build(xp, special) -> dict:
         if xp is np:
             return _b(uf)
 
+        vector_arith = name if name in casts.ARITH_OPS else None
+
         def low_scalar(which, arr, s, x, y):
             r = kernels.try_elementwise(which, arr, np.float32(s))
             return r if r is not None else _keep(uf(x, y), x, y)
@@ -82,6 +84,10 @@ def build(xp, special) -> dict:
                 want = y.dtype
             else:
                 want = x.dtype
+                if x.itemsize == 2 and vector_arith is not None and x.size >= 4096:  # 16 bytes a thread
+                    r = casts.arith(xp, vector_arith, x, y)
+                    if r is not None:
+                        return r
             r = uf(x, y)
             got = r.dtype  # _keep, inlined
             if got is want or got is _bool or got == want or got == _bool:
