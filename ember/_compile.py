@@ -134,8 +134,7 @@ class Compiled:
             try:
                 out = self.fn(*args, **kwargs)
             finally:
-                for dev in undo():  # devices first made inside fn (no guard saw them): count them as used
-                    seen[id(dev)] = dev
+                undo()
             e.choose(list(seen.values()))
         else:
             out = self.fn(*args, **kwargs)
@@ -399,10 +398,8 @@ class _Capture:
         if capture._compile[0] is self:
             capture.leave_compile()
         if self._undo is not None:
-            new = self._undo()
+            self._undo()  # devices made inside fn were guarded too: work on them tainted the capture
             self._undo = None
-            if new and self.tainted is None:  # a device first made inside fn: its work wasn't recorded
-                self.tainted = f"the function made device {new[0]} during the capture, whose work isn't recorded"
 
     def taint(self, reason: str) -> None:
         """Stop recording; the rest of the call runs eagerly (see ember/backend/capture.py)."""
@@ -472,24 +469,29 @@ class _Guard:
         return self._be.read(h)
 
 
-def _guard_devices(keep, on_use) -> Callable[[], list]:
-    """Put a guard on every interned device but ``keep``; returns the function that removes them."""
-    from ._device import _CACHE
+def _guard_devices(keep, on_use) -> Callable[[], None]:
+    """Put a guard on every interned device but ``keep``, and on each device made until the returned function
+    removes them (a device made inside ``fn``, say ``autocast("cuda")`` naming plain cuda while the work runs on
+    cuda:fused, is used only if work reaches it)."""
+    from ._device import _CACHE, _ON_NEW
     swapped = []
-    known = {id(d) for d in _CACHE.values()}
-    for dev in list(_CACHE.values()):
+
+    def guard(dev) -> None:
         if dev is keep or isinstance(dev.backend, _Guard):
-            continue
+            return
         be = dev.backend
         dev.backend = _Guard(be, dev, on_use)
         swapped.append((dev, be))
 
-    def undo() -> list:
-        """Remove the guards; returns the devices made since (no guard watched them)."""
+    for dev in list(_CACHE.values()):
+        guard(dev)
+    _ON_NEW.append(guard)
+
+    def undo() -> None:
+        _ON_NEW.remove(guard)
         for d, b in swapped:
             d.backend = b
         swapped.clear()
-        return [d for d in list(_CACHE.values()) if id(d) not in known and d is not keep]
     return undo
 
 

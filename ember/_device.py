@@ -30,6 +30,7 @@ _LAZY: dict[str, str] = {
     "remote": "ember.remote.client:make_stack",
 }
 _CACHE: dict[str, Device] = {}
+_ON_NEW: list = []  # callables(device) told of each device interned (ember.compile guards devices made in fn)
 
 
 class Device:
@@ -131,6 +132,8 @@ def device(spec="cpu", index: int | None = None) -> Device:
             raise ValueError(f"invalid device string {spec!r}: the index after ':' must be an integer")
         dev = Device(kind, int(idx) if idx else None)
     _CACHE[key] = dev
+    for hook in _ON_NEW:
+        hook(dev)
     return dev
 
 

@@ -270,6 +270,36 @@ def test_work_on_another_device_runs_eagerly(from_start):
     assert comp.stats["replays"] == 0
 
 
+@pytest.mark.parametrize("phase", [1, 2])  # the device first made in the warm-up call / in the first capture
+@pytest.mark.parametrize("used", [False, True])
+def test_device_made_inside_the_function_counts_only_when_used(phase, used):
+    """Naming a device inside fn (``autocast("cuda")`` while the work is on cuda:fused) doesn't stop the
+    capture; work on a device made inside fn does (eager results, never a replay that skips it)."""
+    from ember.backend.autodiff import Autodiff
+    from ember.backend.numpy import Numpy
+    kind = f"madeinside{phase}{int(used)}"
+    ember.register_device(kind, lambda index: Autodiff(Numpy()))
+    calls = [0]
+    seen = []
+
+    def f(x):
+        calls[0] += 1
+        if calls[0] >= phase:
+            dev = ember.device(kind)
+            if used:
+                seen.append(ember.ones(2, device=dev).sum().item())
+        return x * 2
+    comp = ember_compile(f)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for _ in range(5):
+            assert comp(ember.ones(3, device=FUSED)).tolist() == [2.0] * 3
+    if used:
+        assert comp.stats["replays"] == 0 and len(seen) == 5 - (phase - 1)
+    else:
+        assert comp.stats["replays"] >= 2
+
+
 def test_plain_cpu_runs_eagerly_with_the_same_results():
     m_eager, m_comp = _model("cpu"), _model("cpu")
     eager = _step_fn(m_eager, _opt("adamw", m_eager.parameters(), 0.01))
