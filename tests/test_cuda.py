@@ -327,8 +327,9 @@ def test_layer_norm_backward_kernel_matches_torch(dtype, affine):
 @pytest.mark.parametrize("low", ["bfloat16", "float16"])
 @pytest.mark.parametrize("op", ["add", "sub", "mul"])
 def test_vectorised_16bit_arithmetic_matches_torch(low, op):
-    """Two same-shape contiguous 16-bit tensors (8 elements a thread): PyTorch's bits, NaN and inf included;
-    an unaligned view and a broadcast take the ufunc and agree too."""
+    """Two same-shape contiguous 16-bit tensors, or one and a row repeated over its rows (a bias), take 8
+    elements a thread: PyTorch's bits, NaN and inf included; unaligned views, odd rows and other broadcasts
+    take the ufunc and agree too."""
     import torch
     rng = np.random.default_rng(4)
     a = (rng.standard_normal((64, 1000)) * 100).astype(np.float32)
@@ -338,7 +339,8 @@ def test_vectorised_16bit_arithmetic_matches_torch(low, op):
     tx, ty = (torch.tensor(v).to(getattr(torch, low)) for v in (a, b))
     fn = {"add": lambda p, q: p + q, "sub": lambda p, q: p - q, "mul": lambda p, q: p * q}[op]
     for got, want in ((fn(x, y), fn(tx, ty)), (fn(x[:, 1:], y[:, 1:]), fn(tx[:, 1:], ty[:, 1:])),
-                      (fn(x, y[:1]), fn(tx, ty[:1]))):
+                      (fn(x, y[:1]), fn(tx, ty[:1])), (fn(x, y[0]), fn(tx, ty[0])),        # bias rows
+                      (fn(x[:1], y), fn(tx[:1], ty)), (fn(x[:, :999], y[0, :999]), fn(tx[:, :999], ty[0, :999]))):
         assert got.dtype == getattr(ember, low) and tuple(got.shape) == tuple(want.shape)
         np.testing.assert_array_equal(got.float().cpu().numpy(), want.float().numpy())
 

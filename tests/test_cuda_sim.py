@@ -447,10 +447,10 @@ def test_bf16_arithmetic_kernels_round_like_ml_dtypes_on_the_host(tmp_path, op):
     if cxx is None:
         pytest.skip("no host C++ compiler")
     driver = f"""
-extern "C" void run(const void* a, const void* b, void* o, unsigned long long n8) {{
+extern "C" void run(const void* a, const void* b, void* o, unsigned long long n8, unsigned long long b8) {{
     blockDim.x = 256;
     for (unsigned long long t = 0; t < n8; ++t) {{ blockIdx.x = t / 256; threadIdx.x = t % 256;
-        ember_{op}16_bf16((const ember_u4*)a, (const ember_u4*)b, (ember_u4*)o, n8); }} }}
+        ember_{op}16_bf16((const ember_u4*)a, (const ember_u4*)b, (ember_u4*)o, n8, b8); }} }}
 """
     src, lib = tmp_path / "arith.cpp", tmp_path / "arith.so"
     src.write_text("#define EMBER_HOST_SIM 1\n" + _CUDA_STUB + _ATTN_STUB + casts.source() + driver)
@@ -462,12 +462,13 @@ extern "C" void run(const void* a, const void* b, void* o, unsigned long long n8
     b = (rng.standard_normal(4096) * 10.0 ** rng.integers(-20, 20, 4096)).astype(bf)
     a[:5] = [np.nan, np.inf, -np.inf, 3e38, 1.0]
     b[:5] = [1.0, 2.0, np.inf, 3e38, 2.0 ** -9]   # an overflow and a tie in the last two
-    out = np.zeros(4096, bf)
     ptr = lambda x: x.ctypes.data_as(ctypes.c_void_p)  # noqa: E731
-    run(ptr(a), ptr(b), ptr(out), ctypes.c_ulonglong(4096 // 8))
-    want = getattr(np, {"add": "add", "sub": "subtract", "mul": "multiply"}[op])(a.astype(np.float32),
-                                                                                  b.astype(np.float32)).astype(bf)
-    np.testing.assert_array_equal(out.astype(np.float32), want.astype(np.float32))
+    ufunc = getattr(np, {"add": "add", "sub": "subtract", "mul": "multiply"}[op])
+    for rhs in (b, b[:64]):  # the same shape, and a row of 64 repeated over a's 64 rows (a bias)
+        out = np.zeros(4096, bf)
+        run(ptr(a), ptr(rhs), ptr(out), ctypes.c_ulonglong(4096 // 8), ctypes.c_ulonglong(rhs.size // 8))
+        want = ufunc(a.reshape(-1, rhs.size).astype(np.float32), rhs.astype(np.float32)).astype(bf)
+        np.testing.assert_array_equal(out.astype(np.float32), want.reshape(-1).astype(np.float32))
 
 
 @pytest.mark.parametrize("case", ["heads", "transpose", "sliced", "batch-first"])

@@ -97,7 +97,8 @@ extern "C" __global__ void ember_gather16(const char* __restrict__ src, ember_u4
 """
 
 
-# thread t computes elements 8t .. 8t+7 of two C-contiguous arrays of n8 * 8 elements
+# thread t computes elements 8t .. 8t+7 of two C-contiguous arrays of n8 * 8 elements; b is a whole array
+# (b8 = n8) or a row of b8 * 8 elements repeated over a's rows (a bias)
 _ARITH = r"""
 __device__ inline unsigned ember_OPNAME_pair_NAME(unsigned x, unsigned y) {
     float a0 = IN((unsigned short)(x & 0xffffu)), b0 = IN((unsigned short)(y & 0xffffu));
@@ -105,10 +106,11 @@ __device__ inline unsigned ember_OPNAME_pair_NAME(unsigned x, unsigned y) {
     return (unsigned)OUT(a0 OP b0) | ((unsigned)OUT(a1 OP b1) << 16);
 }
 extern "C" __global__ void ember_OPNAME16_NAME(const ember_u4* __restrict__ a, const ember_u4* __restrict__ b,
-                                               ember_u4* __restrict__ o, unsigned long long n8) {
+                                               ember_u4* __restrict__ o, unsigned long long n8,
+                                               unsigned long long b8) {
     unsigned long long t = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x;
     if (t >= n8) return;
-    ember_u4 x = a[t], y = b[t], r;
+    ember_u4 x = a[t], y = b[t % b8], r;
     r.x = ember_OPNAME_pair_NAME(x.x, y.x); r.y = ember_OPNAME_pair_NAME(x.y, y.y);
     r.z = ember_OPNAME_pair_NAME(x.z, y.z); r.w = ember_OPNAME_pair_NAME(x.w, y.w);
     o[t] = r;
@@ -185,20 +187,29 @@ def cast(xp, x, target):
 
 
 def arith(xp, op: str, x, y):
-    """``x op y`` (op: add, sub, mul) of two C-contiguous float16/bfloat16 arrays of one shape and dtype, at
-    least 4096 elements in whole 16-byte pieces, 8 elements a thread; None for every other case (the caller
+    """``x op y`` (op: add, sub, mul) of C-contiguous float16/bfloat16 arrays of one dtype, at least 4096
+    elements in whole 16-byte pieces, 8 elements a thread: ``y`` of x's shape, or a row broadcast over x's
+    rows (a bias: y's shape is x's trailing dims, leading 1s allowed); None for every other case (the caller
     uses the ufunc, which moves one element a thread)."""
     n = x.size
-    if (n < 4096 or n % 8 or x.shape != y.shape or x.dtype != y.dtype or not x.flags.c_contiguous
-            or not y.flags.c_contiguous or (x.data.ptr | y.data.ptr) % 16):
+    if (n < 4096 or n % 8 or x.dtype != y.dtype or not x.flags.c_contiguous or not y.flags.c_contiguous
+            or (x.data.ptr | y.data.ptr) % 16):
         return None
+    if x.shape != y.shape:  # y must be x's trailing dims after leading 1s: (C,) or (1, 1, C) on (N, T, C)
+        if y.ndim > x.ndim or not y.size or y.size % 8:
+            return None
+        core = tuple(y.shape)
+        while core and core[0] == 1:
+            core = core[1:]
+        if not core or tuple(x.shape[x.ndim - len(core):]) != core:
+            return None
     short = _NAMES.get(x.dtype.name)
     kern = None if short is None else _kernel(f"ember_{op}16_{short}")
     if kern is None:
         return None
     out = xp.empty(x.shape, x.dtype)
     n8 = n // 8
-    kern(((n8 + 255) // 256,), (256,), (x, y, out, np.uint64(n8)))
+    kern(((n8 + 255) // 256,), (256,), (x, y, out, np.uint64(n8), np.uint64(y.size // 8)))
     return out
 
 

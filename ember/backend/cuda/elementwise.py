@@ -84,7 +84,7 @@ def build(xp, special) -> dict:
                 want = y.dtype
             else:
                 want = x.dtype
-                if x.itemsize == 2 and vector_arith is not None and x.size >= 4096:  # 16 bytes a thread
+                if x.itemsize == 2 and vector_arith is not None and y.__class__ is x.__class__:  # 16 B a thread
                     r = casts.arith(xp, vector_arith, x, y)
                     if r is not None:
                         return r
