@@ -347,6 +347,29 @@ def test_vectorised_16bit_arithmetic_matches_torch(low, op):
 
 @gpu
 @pytest.mark.parametrize("low", ["bfloat16", "float16"])
+@pytest.mark.parametrize("approximate", ["tanh", "none"])
+def test_16bit_gelu_and_its_gradient_match_torch(low, approximate):
+    """GELU and its derivative on contiguous 16-bit tensors (8 elements a thread) and on a view that takes
+    the element-a-thread kernel: PyTorch's values within one rounding of the 16-bit type."""
+    import torch
+    rng = np.random.default_rng(6)
+    a = (rng.standard_normal((64, 1000)) * 3).astype(np.float32)
+    go = rng.standard_normal((64, 1000)).astype(np.float32)
+    tol = 1e-2 if low == "bfloat16" else 2e-3
+    for cut in (slice(None), slice(1, None)):
+        x = ember.tensor(a, device="cuda").to(getattr(ember, low)).requires_grad_()
+        tx = torch.tensor(a).to(getattr(torch, low)).requires_grad_()
+        y = nn.functional.gelu(x[:, cut], approximate=approximate)
+        ty = torch.nn.functional.gelu(tx[:, cut], approximate=approximate)
+        y.backward(ember.tensor(go, device="cuda").to(getattr(ember, low))[:, cut])
+        ty.backward(torch.tensor(go).to(getattr(torch, low))[:, cut])
+        assert y.dtype == getattr(ember, low) and x.grad.dtype == getattr(ember, low)
+        np.testing.assert_allclose(y.float().cpu().numpy(), ty.float().detach().numpy(), rtol=tol, atol=tol)
+        np.testing.assert_allclose(x.grad.float().cpu().numpy(), tx.grad.float().numpy(), rtol=tol, atol=tol)
+
+
+@gpu
+@pytest.mark.parametrize("low", ["bfloat16", "float16"])
 def test_vectorised_casts_match_torch(low):
     """float32 <-> 16-bit casts of contiguous tensors (8 elements a thread) round as PyTorch's, keep NaN and
     infinities, and cover the tail and unaligned views (which take astype)."""

@@ -471,6 +471,56 @@ extern "C" void run(const void* a, const void* b, void* o, unsigned long long n8
         np.testing.assert_array_equal(out.astype(np.float32), want.reshape(-1).astype(np.float32))
 
 
+@pytest.mark.parametrize("which", ["gelu_tanh", "gelu_erf", "gelu_tanh_backward", "gelu_erf_backward"])
+def test_16bit_map_kernels_match_float32_math_on_the_host(tmp_path, which):
+    """GELU and its derivative over bfloat16 arrays 8 elements a thread (casts.map16, generated from the
+    ElementwiseKernel specs), built by the host compiler: float32 math rounded once, as PyTorch computes
+    16-bit GELU (within one bfloat16 step where the C library's tanh/erfc differ from numpy's by an ulp)."""
+    import ctypes
+    import math
+    import shutil
+    import subprocess
+
+    import ml_dtypes
+
+    from ember.backend.cuda import casts, kernels
+    cxx = shutil.which("g++") or shutil.which("clang++")
+    if cxx is None:
+        pytest.skip("no host C++ compiler")
+    params, outs, body, _ = kernels.spec(which)
+    inputs = [p.split()[1] for p in params.split(",")]
+    args = ", ".join(f"(const ember_u4*)a{i}" for i in range(len(inputs)))
+    driver = f"""
+extern "C" void run(const void* a0, const void* a1, void* o, unsigned long long n8) {{
+    blockDim.x = 256;
+    for (unsigned long long t = 0; t < n8; ++t) {{ blockIdx.x = t / 256; threadIdx.x = t % 256;
+        kern({args}, (ember_u4*)o, n8); }} }}
+"""
+    src, lib = tmp_path / "map.cpp", tmp_path / "map.so"
+    src.write_text("#define EMBER_HOST_SIM 1\n#include <cmath>\nusing std::tanh; using std::erfc; using std::exp;\n"
+                   + _CUDA_STUB + _ATTN_STUB + casts.map_source("kern", inputs, outs.split()[1], body, "bf16") + driver)
+    subprocess.run([cxx, "-shared", "-fPIC", "-O1", "-o", str(lib), str(src)], check=True, capture_output=True)
+    run = ctypes.CDLL(str(lib)).run
+    bf = ml_dtypes.bfloat16
+    rng = np.random.default_rng(5)
+    x = (rng.standard_normal(4096) * 3).astype(bf)
+    x[:4] = [0.0, -10.0, 10.0, np.nan]
+    g = rng.standard_normal(4096).astype(bf)
+    out = np.zeros(4096, bf)
+    ptr = lambda a: a.ctypes.data_as(ctypes.c_void_p)  # noqa: E731
+    run(ptr(x), ptr(g), ptr(out), ctypes.c_ulonglong(4096 // 8))
+    v, gg = x.astype(np.float64), g.astype(np.float64)
+    t = np.tanh(0.7978845608028654 * (v + 0.044715 * v ** 3))
+    erfc = np.vectorize(math.erfc)(-v / math.sqrt(2))
+    want = {"gelu_tanh": 0.5 * v * (1 + t), "gelu_erf": 0.5 * v * erfc,
+            "gelu_tanh_backward": gg * (0.5 * (1 + t) + 0.5 * v * (1 - t * t) * 0.7978845608028654
+                                        * (1 + 0.134145 * v * v)),
+            "gelu_erf_backward": gg * (0.5 * erfc + v * np.exp(-0.5 * v * v) / math.sqrt(2 * math.pi))}[which]
+    # atol: where 1 + tanh cancels (x << 0) float32 math keeps ~1e-7 absolute, as PyTorch's kernel does
+    np.testing.assert_allclose(out.astype(np.float64), want.astype(np.float32).astype(bf).astype(np.float64),
+                               rtol=2 ** -7, atol=1e-6)
+
+
 @pytest.mark.parametrize("case", ["heads", "transpose", "sliced", "batch-first"])
 def test_gather_kernel_makes_strided_arrays_contiguous_on_the_host(tmp_path, case):
     """The CUDA strided-copy kernel (16-byte pieces, dims merged) built by the host compiler, run thread by

@@ -8,7 +8,7 @@ import math
 
 import numpy as np
 
-from . import kernels
+from . import casts, kernels
 from ._util import LOW
 
 _SQRT1_2 = 1.0 / math.sqrt(2.0)
@@ -73,6 +73,10 @@ def build(xp, special) -> dict:
         dt = arrays[0].dtype
         if not gpu or (dt not in LOW and dt not in (np.float32, np.float64)) or any(a.dtype != dt for a in arrays):
             return None
+        if dt in LOW:  # 16 bytes a thread where the layout allows
+            r = casts.map16(which, kernels.spec(which), *arrays)
+            if r is not None:
+                return r
         return kernels.try_elementwise(which, *arrays, acc="double" if dt == np.float64 else "float")
 
     def _gelu_fast(x, approximate):

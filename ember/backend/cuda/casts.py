@@ -12,6 +12,7 @@ compute each element in float32 and round once, as CuPy's and PyTorch's 16-bit k
 
 from __future__ import annotations
 
+import re
 import warnings
 
 import numpy as np
@@ -213,6 +214,83 @@ def arith(xp, op: str, x, y):
     return out
 
 
+# ---- one-pass elementwise maps of 16-bit arrays (GELU and its derivative, ...), 8 elements a thread ------------
+_MAP = r"""
+extern "C" __global__ void KNAME(PARAMS ember_u4* __restrict__ ember_out, unsigned long long ember_n8) {
+    unsigned long long ember_t = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x;
+    if (ember_t >= ember_n8) return;
+    LOADS
+    unsigned ember_r[4];
+    for (int ember_k = 0; ember_k < 4; ++ember_k) {
+        unsigned short ember_half[2];
+        for (int ember_h = 0; ember_h < 2; ++ember_h) {
+            ELEMENTS
+            float RESULT;
+            BODY
+            ember_half[ember_h] = OUT(RESULT);
+        }
+        ember_r[ember_k] = (unsigned)ember_half[0] | ((unsigned)ember_half[1] << 16);
+    }
+    ember_u4 ember_o;
+    ember_o.x = ember_r[0]; ember_o.y = ember_r[1]; ember_o.z = ember_r[2]; ember_o.w = ember_r[3];
+    ember_out[ember_t] = ember_o;
+}
+"""
+_maps: dict = {}
+
+
+def map_source(name: str, inputs: list, result: str, body: str, short: str) -> str:
+    """CUDA source of the kernel ``name``: ``body`` (C with float variables named ``inputs``, assigning
+    ``result``; ``T``/``ACC`` mean float) over 16-bit (``short``: bf16, f16) arrays, 8 elements a thread."""
+    params = "".join(f"const ember_u4* __restrict__ p_{v}, " for v in inputs)
+    loads = " ".join(f"ember_u4 q_{v} = p_{v}[ember_t]; unsigned w_{v}[4] = {{q_{v}.x, q_{v}.y, q_{v}.z, q_{v}.w}};"
+                     for v in inputs)
+    elements = " ".join(f"float {v} = {short}_in((unsigned short)(w_{v}[ember_k] >> (16 * ember_h)));"
+                        for v in inputs)
+    code = (_MAP.replace("KNAME", name).replace("PARAMS", params).replace("LOADS", loads)
+            .replace("ELEMENTS", elements).replace("RESULT", result).replace("OUT(", f"{short}_out(")
+            .replace("BODY", re.sub(r"\b(T|ACC)\b", "float", body)))
+    return _CONVERT + code
+
+
+def map16(which: str, spec: tuple, *arrays):
+    """``spec`` (an ElementwiseKernel spec of kernels.py: inputs all ``T``, one ``T`` output) over
+    C-contiguous float16/bfloat16 arrays of one shape and dtype, at least 4096 elements in whole 16-byte
+    pieces, 8 elements a thread (CuPy's kernel moves one); None for every other case."""
+    x = arrays[0]
+    n = x.size
+    short = _NAMES.get(x.dtype.name)
+    if short is None or n < 4096 or n % 8:
+        return None
+    for a in arrays:
+        if a.shape != x.shape or a.dtype != x.dtype or not a.flags.c_contiguous or a.data.ptr % 16:
+            return None
+    key = (which, short)
+    kern = _maps.get(key, False)
+    if kern is False:
+        params, outs, body, _ = spec
+        inputs = [p.split()[1] for p in params.split(",")]
+        kinds = {p.split()[0] for p in params.split(",")} | {outs.split()[0]}
+        kern = None
+        if kinds == {"T"} and "," not in outs:
+            try:
+                import cupy
+                name = f"ember_map16_{which}_{short}"
+                src = map_source(name, inputs, outs.split()[1], body, short)
+                kern = cupy.RawModule(code=src, options=("-std=c++17",)).get_function(name)
+            except Exception as e:  # noqa: BLE001 - the caller's kernel covers every case
+                warnings.warn(f"ember's 16-bit CUDA kernel for {which} could not be built: {e}", RuntimeWarning,
+                              stacklevel=2)
+        _maps[key] = kern
+    if kern is None:
+        return None
+    import cupy
+    out = cupy.empty(x.shape, x.dtype)
+    n8 = n // 8
+    kern(((n8 + 255) // 256,), (256,), (*arrays, out, np.uint64(n8)))
+    return out
+
+
 def pieces(shape: tuple, strides: tuple, itemsize: int, ptr: int):
     """(sizes, byte strides) of an array as 16-byte pieces, dims merged where they are one run, at most 6
     of them; None when it isn't made of aligned 16-byte pieces (last dim not contiguous, a stride or the base
@@ -253,4 +331,4 @@ def contiguous(xp, x):
     return out
 
 
-__all__ = ["arith", "cast", "contiguous", "pieces", "source"]
+__all__ = ["arith", "cast", "contiguous", "map16", "map_source", "pieces", "source"]

@@ -462,6 +462,11 @@ _SPECS = {**_SCALAR, "adam_step": _ADAM, "col2im2d": _COL2IM_2D, "maxpool2d": _M
 _elementwise: dict = {}
 
 
+def spec(which: str) -> tuple:
+    """(params, outputs, body, name) of the ElementwiseKernel ``which``."""
+    return _SPECS[which]
+
+
 def elementwise(which: str, acc: str = "float"):
     """The CuPy ElementwiseKernel ``which`` ('col2im2d' with accumulator type ``acc``, 'maxpool2d',
     'maxpool_backward', 'relu_backward', 'running_update', 'sigmoid', 'gelu_tanh', 'gelu_erf' and their
