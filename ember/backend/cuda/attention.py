@@ -117,7 +117,8 @@ extern "C" __global__ void ember_attention_weights(
         unsigned long long base = (unsigned long long)r * n, end = base + n;
         for (unsigned long long c = base / 8 + threadIdx.x; c * 8 < end; c += blockDim.x) {
             unsigned long long w[4] = {0, 0, 0, 0};
-            if (dropped != weights) ember_philox_words(key, c0, c1, c2, c, w);
+            // a chunk past the causal limit has weights 0 and drops to 0 whatever the mask: no Philox block
+            if (dropped != weights && c * 8 < base + lim) ember_philox_words(key, c0, c1, c2, c, w);
             for (int k = 0; k < 8; ++k) {
                 unsigned long long e = c * 8 + k;
                 if (e < base || e >= end) continue;
@@ -212,7 +213,10 @@ extern "C" __global__ void ember_attention_weights_warp(
             S wv[8], dv[8];
             for (int q = 0; q < 8; ++q) wv[q] = sv(v[k][q] / den);
             pack8(weights + r * n + c * 8, wv);
-            if (dropped != weights) {
+            if (dropped != weights && c * 8 >= lim) {  // past the causal limit: weights 0, dropped 0
+                for (int q = 0; q < 8; ++q) dv[q] = wv[q];
+                pack8(dropped + r * n + c * 8, dv);
+            } else if (dropped != weights) {
                 unsigned long long w[4];
                 ember_philox_words(key, c0, c1, c2, (unsigned long long)(r * chunks + c), w);
                 for (int q = 0; q < 8; ++q) {
