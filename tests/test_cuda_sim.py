@@ -432,6 +432,59 @@ extern "C" void run(int to16, const void* src, void* dst, unsigned long long n) 
     np.testing.assert_array_equal(back, want.astype(np.float32))
 
 
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+@pytest.mark.parametrize("vec", [1, 0])
+@pytest.mark.parametrize("graph", [False, True])
+def test_dropout_kernel_matches_the_reference_on_the_host(tmp_path, dtype, vec, graph):
+    """The one-pass dropout kernel (ember/backend/cuda/dropout.py), built by the host compiler: the reference's
+    output and mask bit for bit (the rand stream's uniforms at a counter that carries past 2^64), for 16-byte
+    chunks and element by element, with a length that isn't a multiple of 8; in graph form the key and a
+    counter shift come from the state array."""
+    import ctypes
+    import shutil
+    import subprocess
+
+    import ml_dtypes
+
+    from ember.backend.cuda import dropout as cd
+    from ember.backend.numpy import dropout as ref
+    from ember.backend.numpy.attention import keep_scale
+    cxx = shutil.which("g++") or shutil.which("clang++")
+    if cxx is None:
+        pytest.skip("no host C++ compiler")
+    driver = r"""
+typedef unsigned long long u64;
+extern "C" void run(const S* x, S* out, S* mask, u64 n, float p, float keep, int vec, u64 key, u64 c0, u64 c1,
+                    u64 c2, const u64* st) {
+    blockDim.x = 256;
+    for (u64 t = 0; t < (n + 7) / 8; ++t) { blockIdx.x = t / 256; threadIdx.x = t % 256;
+        ember_dropout(x, out, mask, n, p, keep, vec, key, c0, c1, c2, st); } }
+"""
+    src, lib = tmp_path / "dropout.cpp", tmp_path / "dropout.so"
+    src.write_text("#define EMBER_HOST_SIM 1\n" + _CUDA_STUB + _ATTN_STUB + cd.source(dtype) + driver)
+    subprocess.run([cxx, "-shared", "-fPIC", "-O1", "-o", str(lib), str(src)], check=True, capture_output=True)
+    so = ctypes.CDLL(str(lib))
+    npd = np.dtype(np.float32) if dtype == "float32" else np.dtype(ml_dtypes.bfloat16)
+    x = np.random.default_rng(7).standard_normal(1003).astype(npd)
+    x[:3] = [np.inf, np.nan, -0.0]
+    seed, offset, p = 0x9E3779B97F4A7C15, (1 << 64) - 2, 0.3
+    want_y, want_m = ref.dropout(x, p, seed, offset)
+    y, m = np.zeros_like(x), np.zeros_like(x)
+    ptr = lambda a: a.ctypes.data_as(ctypes.c_void_p)  # noqa: E731
+    u64, mask64 = ctypes.c_ulonglong, (1 << 64) - 1
+    if graph:  # the kernel's own counter is 0: the state array's shift is the whole offset
+        st = np.array([seed & mask64, offset & mask64, (offset >> 64) & mask64, offset >> 128], np.uint64)
+        args = (u64(0), u64(0), u64(0), u64(0), ptr(st))
+    else:
+        args = (u64(seed & mask64), u64(offset & mask64), u64((offset >> 64) & mask64), u64(offset >> 128), None)
+    so.run(ptr(x), ptr(y), ptr(m), u64(x.size), ctypes.c_float(p), ctypes.c_float(keep_scale(npd, p)),
+           ctypes.c_int(vec), *args)
+    np.testing.assert_array_equal(m.view(np.uint16 if npd.itemsize == 2 else np.uint32),
+                                  want_m.view(np.uint16 if npd.itemsize == 2 else np.uint32))
+    np.testing.assert_array_equal(y.astype(np.float32), want_y.astype(np.float32))
+    assert 0.2 < (m == 0).mean() < 0.4
+
+
 @pytest.mark.parametrize("op", ["add", "sub", "mul"])
 def test_bf16_arithmetic_kernels_round_like_ml_dtypes_on_the_host(tmp_path, op):
     """The CUDA kernels for two same-shape bfloat16 arrays (8 elements a thread), built by the host compiler:

@@ -148,6 +148,22 @@ COMPOSITES = COMPOSITES | _NN_COMPOSITES  # optional nn ops: the frontend decomp
 PRIMITIVES = frozenset(OPS) - COMPOSITES  # what a new backend must implement
 # Ops whose result shapes depend on the data: the backend tells the shapes after running.
 DYNAMIC_SHAPE = frozenset({"nonzero", "masked_select", "unique", "unique_consecutive"})
+# Ops that draw from a generator at (seed, offset): always, or when the named attribute is above 0. A recording
+# that replays them (Fusion's tape, a CUDA graph) must draw fresh numbers on each replay.
+RANDOM = frozenset({"rand", "randn", "randint", "bernoulli", "multinomial", "poisson", "randperm"})
+RANDOM_WHEN = {"attention_weights": "dropout_p", "dropout": "p"}
+
+
+def draws_random(op: str, attrs: dict) -> bool:
+    """Whether ``op`` with these attributes draws random numbers.
+
+    >>> draws_random("rand", {}), draws_random("attention_weights", {"dropout_p": 0.0})
+    (True, False)
+    """
+    if op in RANDOM:
+        return True
+    key = RANDOM_WHEN.get(op)
+    return key is not None and attrs.get(key, 0.0) > 0.0
 
 
 class Backend(Protocol):

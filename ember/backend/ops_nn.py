@@ -61,6 +61,10 @@ OPS: dict[str, str] = {
     "resample_taps": "(x, idx, w) dim -> sum_k w[k] * x.index_select(dim, idx[k]): 1-d interpolation along dim "
                      "with K taps per output position; idx int64 and w (x's dtype) of shape (K, n_out); idx and w "
                      "carry no gradient",
+    # dropout
+    "dropout": "(x) p, seed, offset -> (x * mask, mask): mask = keep * (1 / (1 - p) in x's dtype), keep = u >= p for "
+               "the uniforms rand draws at (seed, offset) over x's shape (float32 ones, float64 for float64 x); "
+               "0 < p < 1; a floating x",
     # attention
     "attention_weights": "(scores) scale, is_causal, dropout_p, seed, offset -> (weights, dropped): weights = "
                          "softmax(scores * scale) over the last dim (keys after the query masked when is_causal; "

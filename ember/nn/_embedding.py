@@ -19,7 +19,7 @@ import warnings
 from .. import _dtype as dt
 from .._autocast_hooks import autocast_inputs
 from .._shape import broadcast_shapes, norm_dim
-from .._tensor import Tensor
+from .._tensor import Tensor, wrap
 from ._activation import _inplace, check_tensor
 
 __all__ = ["embedding", "one_hot", "linear", "bilinear", "dropout", "dropout1d", "dropout2d", "dropout3d",
@@ -199,6 +199,16 @@ def _keep_mask(x: Tensor, shape: tuple, p: float) -> Tensor:
     return (u >= p).to(x._dtype)
 
 
+def _dropout_op(x: Tensor, p: float) -> Tensor:
+    """The backend's one-pass ``dropout`` op: the numbers of the composition below (it reserves the same
+    generator words ``_keep_mask``'s rand would draw), one kernel on the GPU instead of five."""
+    from .._random import _WORDS, _generator
+    draw = dt.float64 if x._dtype is dt.float64 else dt.float32
+    seed, offset = _generator(x._device, None, "dropout")._reserve(_WORDS["rand"](x.numel(), draw))
+    hs = x._device.backend.run("dropout", (x._h,), {"p": p, "seed": seed, "offset": offset})
+    return wrap(hs[0], x._shape, x._dtype, x._device)
+
+
 def _dropout(x: Tensor, p: float, training: bool, inplace: bool, op: str, noise_shape, alpha: bool) -> Tensor:
     check_tensor(x, op)
     p = _check_p(p)
@@ -210,6 +220,8 @@ def _dropout(x: Tensor, p: float, training: bool, inplace: bool, op: str, noise_
     def apply(src: Tensor) -> Tensor:
         if p == 1.0:
             return src * 0.0
+        if not alpha and noise_shape == src._shape and src._device.backend.supports("dropout"):
+            return _dropout_op(src, p)
         keep = _keep_mask(src, noise_shape, p)
         if not alpha:
             return src * (keep * (1.0 / (1.0 - p)))

@@ -21,12 +21,13 @@ import numpy as np
 
 from ..._dtype import _FROM_NP, from_numpy_dtype
 from .. import capture
-from ..base import PRIMITIVES, UnsupportedOp
+from ..base import PRIMITIVES, RANDOM, UnsupportedOp
 from ..capture import CaptureSyncError, refuse
 from . import (
     activations,
     attention,
     conv,
+    dropout,
     creation,
     elementwise,
     indexing,
@@ -46,7 +47,7 @@ from .memory import OutOfMemoryError, oom_error
 __all__ = ["Cuda", "make_stack", "OutOfMemoryError"]
 
 _capture_depth = capture._depth  # read on every op: a list lookup, not a call
-_RANDOM_OPS = frozenset({"rand", "randn", "randint", "bernoulli", "multinomial", "poisson", "randperm"})
+_RANDOM_OPS = RANDOM
 # random ops a CUDA graph can capture: their kernels read the stream's key and counter shift from device
 # memory that each replay rewrites (random.py), so every replay draws fresh numbers
 _GRAPH_RANDOM_OPS = frozenset({"rand", "randn", "randint", "bernoulli"})
@@ -70,6 +71,7 @@ def _build_ops(xp, special) -> dict:
     ops.update(random.build(xp))
     ops.update(optim.build(xp))
     ops.update(attention.build(xp))
+    ops.update(dropout.build(xp))
     return ops
 
 

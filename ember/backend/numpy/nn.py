@@ -832,6 +832,7 @@ def _sdpa_backward(q, k, v, mask, out, grad, scale, is_causal):
 
 
 from .attention import OPS as _ATTENTION_OPS  # noqa: E402 - attention weights with dropout
+from .dropout import OPS as _DROPOUT_OPS  # noqa: E402 - dropout in one pass
 
 OPS = {
     "relu": _act(_relu), "relu_": _relu_, "leaky_relu": _act(_leaky_relu), "hardtanh": _act(_hardtanh),
@@ -857,4 +858,4 @@ OPS |= {
     "scaled_dot_product_attention": _sdpa, "scaled_dot_product_attention_backward": _sdpa_backward,
     "resample_taps": _resample_taps,
 }
-OPS |= _ATTENTION_OPS
+OPS |= _ATTENTION_OPS | _DROPOUT_OPS

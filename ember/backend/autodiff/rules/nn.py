@@ -269,6 +269,12 @@ def _sdpa(F, g, s, n):
     return (F.sum_to(gq, n.in_meta[0][0]), F.sum_to(gk, n.in_meta[1][0]), F.sum_to(gv, n.in_meta[2][0]), gmask)
 
 
+@rule("dropout", save=("o1",), multi=True)
+def _dropout(F, gs, s, n):
+    g = gs[0]  # the mask output carries no gradient
+    return (None,) if g is None else (F.mul(g, s[0]),)
+
+
 @rule("attention_weights", save=("o0", "o1"), multi=True)
 def _attention_weights(F, gs, s, n):
     gw, g = gs

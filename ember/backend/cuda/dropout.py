@@ -1,0 +1,100 @@
+"""``dropout`` on the GPU in one pass (see ember/backend/numpy/dropout.py for the op's definition).
+
+Composed from CuPy ops, dropout is four passes over a float32 mask: Philox uniforms, ``u >= p``, the cast to
+x's dtype, the scale, then the product with x. Here a thread takes 8 elements: one Philox block of the
+``rand`` stream (the composition's numbers), x read and the result and the mask written 16 bytes at a time
+where the arrays allow. float32, float16 and bfloat16 (float32 math, one rounding); float64 and a kernel that
+fails to build take the reference code. Inside a CUDA graph capture the kernel reads the Philox key and
+counter shift from the capture's device array, so each replay draws a fresh mask (random.py).
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+
+from ..numpy import dropout as reference
+from ..numpy.attention import keep_scale
+from . import attention, casts
+from . import random as cuda_random
+
+_KERNEL = r"""
+extern "C" __global__ void ember_dropout(const S* __restrict__ x, S* __restrict__ out, S* __restrict__ mask,
+                                         unsigned long long n, float p, float keep, int vec,
+                                         unsigned long long key, unsigned long long c0, unsigned long long c1,
+                                         unsigned long long c2, const unsigned long long* st) {
+    if (st) { ember_shift(st, c0, c1, c2); key = st[0]; }
+    unsigned long long c = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x;  // elements 8c .. 8c+7
+    if (c * 8 >= n) return;
+    unsigned long long w[4];
+    ember_philox_words(key, c0, c1, c2, c, w);
+    const S ks = sv(keep), zero = sv(0.0f);
+    const float kf = ld(ks);
+    float f[8];
+    S o[8], m[8];
+    const bool whole = vec && c * 8 + 8 <= n;
+    if (whole) load8(x + c * 8, f);
+    for (int q = 0; q < 8; ++q) {
+        unsigned long long e = c * 8 + q;
+        if (!whole && e >= n) break;
+        unsigned int half = (unsigned int)(w[q / 2] >> (32 * (q % 2)));
+        float u = (float)(half >> 8) * 5.9604644775390625e-08f;  // top 24 bits * 2^-24: rand's float32
+        bool kept = u >= p;
+        m[q] = kept ? ks : zero;
+        o[q] = sv((whole ? f[q] : ld(x[e])) * (kept ? kf : 0.0f));
+        if (!whole) { out[e] = o[q]; mask[e] = m[q]; }
+    }
+    if (whole) { pack8(out + c * 8, o); pack8(mask + c * 8, m); }
+}
+"""
+
+
+def source(dtype_name: str) -> str:
+    """The CUDA source of the kernel for x stored as ``dtype_name`` (float32, bfloat16, float16)."""
+    ctype, convert = attention._STORAGE[dtype_name]
+    return (f"typedef {ctype} S;\n{casts._CONVERT}{convert}" + cuda_random._WORDS_FN + cuda_random._UNIT_FN
+            + _KERNEL)
+
+
+_kernels: dict = {}
+
+
+def _get(dtype_name: str):
+    got = _kernels.get(dtype_name, False)
+    if got is not False:
+        return got
+    got = None
+    if dtype_name in attention._STORAGE:
+        try:
+            import cupy
+            got = cupy.RawModule(code=source(dtype_name), options=("-std=c++17",)).get_function("ember_dropout")
+        except Exception as e:  # noqa: BLE001 - the reference code covers every case
+            warnings.warn(f"ember's CUDA dropout kernel ({dtype_name}) could not be built, using the slower path: "
+                          f"{e}", RuntimeWarning, stacklevel=3)
+    _kernels[dtype_name] = got
+    return got
+
+
+def build(xp) -> dict:
+    gpu = xp is not np
+    words = cuda_random._Words(xp)
+
+    def dropout(x, p, seed, offset):
+        p = float(p)
+        kern = _get(x.dtype.name) if gpu and x.size else None
+        if kern is None or offset >> 192:
+            return reference.dropped_of(xp, x, p, lambda n, npdtype: cuda_random.uniform(xp, words, seed, offset, n,
+                                                                                          npdtype))
+        x = xp.ascontiguousarray(x)
+        out, mask = xp.empty_like(x), xp.empty_like(x)
+        st = cuda_random._Words._graph_state(seed, offset)
+        n = x.size
+        vec = all(a.data.ptr % 16 == 0 for a in (x, out, mask))
+        kern((((n + 7) // 8 + 255) // 256,), (256,), (
+            x, out, mask, np.uint64(n), np.float32(p), np.float32(keep_scale(x.dtype, p)), np.int32(vec),
+            np.uint64(seed & cuda_random._MASK64), *cuda_random.kernel_counter(offset),
+            np.uint64(0) if st is None else st))
+        return out, mask
+
+    return {"dropout": dropout}
