@@ -121,3 +121,14 @@ def test_a_training_step_needs_no_sync_for_metadata():
     opt.step()
     assert model[0].weight.device.backend.inner.__class__ is MetaCheck  # the check really ran
     assert MetaCheck.unknown <= {"bernoulli_mask"}, sorted(MetaCheck.unknown)
+
+
+def test_first_order_and_one_pass_ops_have_metadata():
+    """Ops the gradient rules and the frontend issue on lazy stacks (no sync to learn their shapes)."""
+    x = Meta((4, 6), ember.bfloat16, (6, 1))
+    idx = Meta((4, 1), ember.int64, (1, 1))
+    assert infer("dropout", (x,), {"p": 0.1, "seed": 0, "offset": 0}) == (Meta((4, 6), ember.bfloat16, (6, 1)),) * 2
+    assert infer("gather_backward", (Meta((4, 1), ember.float32, (1, 1)), idx), {"shape": (4, 9), "dim": 1}) == (
+        Meta((4, 9), ember.float32, (9, 1)),)
+    for op in ("gelu_backward", "log_softmax_backward"):
+        assert infer(op, (x, x), {}) == (Meta((4, 6), ember.bfloat16, (6, 1)),)

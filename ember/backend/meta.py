@@ -204,6 +204,8 @@ def _indexing(op, inputs, attrs):
         return _new(x.shape, x.dtype)
     if op == "gather":
         return _new(inputs[1].shape, x.dtype)
+    if op == "gather_backward":
+        return _new(tuple(attrs["shape"]), x.dtype)
     if op == "take":
         return _new(inputs[1].shape, x.dtype)
     if op == "index_select":
@@ -297,8 +299,10 @@ def _nn(op, inputs, attrs):
         c = (x.shape[1],)
         return (_new(x.shape, x.dtype) + (_new(c, inputs[1].dtype) if inputs[1] is not None else (None,))
                 + (_new(c, x.dtype) if attrs.get("has_bias") else (None,)))
-    if op == "relu_backward":
+    if op in ("relu_backward", "gelu_backward", "log_softmax_backward"):
         return _new(x.shape, x.dtype)
+    if op == "dropout":
+        return _new(x.shape, x.dtype) + _new(x.shape, x.dtype)
     if op in ("softmax", "log_softmax", "rms_norm", "lerp", "logaddexp", "xlogy"):
         ts = _tensors(inputs)
         return _new(_broadcast(*(t.shape for t in ts)), x.dtype)
@@ -316,12 +320,13 @@ _SCANS = frozenset({"cumsum", "cumprod", "cummax", "cummin", "logcumsumexp"})
 _MOVEMENT = frozenset({"reshape", "permute", "expand", "slice", "diagonal", "as_strided", "contiguous", "copy",
                        "flip", "roll", "cat", "stack", "pad", "tril", "triu", "tile"})
 _INDEXING = frozenset({"assign", "index_put_", "scatter", "scatter_reduce", "index_add", "index_put",
-                       "slice_scatter", "diagonal_scatter", "as_strided_scatter", "masked_fill", "gather", "take",
+                       "slice_scatter", "diagonal_scatter", "as_strided_scatter", "masked_fill", "gather",
+                       "gather_backward", "take",
                        "index_select", "index"})
 _CONV = frozenset({"conv", "conv_transpose", "conv_weight", "im2col", "col2im", "max_pool", "max_pool_values",
                    "max_pool_backward"})
 _NN = frozenset({"norm_affine", "norm_affine_backward", "batch_norm", "batch_norm_backward", "rms_norm_backward",
-                 "relu_backward", "softmax", "log_softmax",
+                 "relu_backward", "gelu_backward", "log_softmax_backward", "dropout", "softmax", "log_softmax",
                  "rms_norm", "lerp", "logaddexp", "xlogy", "logsumexp"})
 _ELEMENTWISE = frozenset(UNARY) | frozenset(BINARY) | {"where", "clamp"}
 

@@ -16,6 +16,9 @@ OPS: dict[str, str] = {
     "log_softmax_backward": "(y, grad) dim -> grad - exp(y) * sum(grad, dim) (log_softmax's input gradient from its "
                             "result y); first-order only",
     "gelu_backward": "(x, grad) approximate -> grad * gelu'(x) ('none': erf form, 'tanh'); first-order only",
+    "gather_backward": "(grad, index) shape, dim -> zeros of shape (grad's dtype) with grad added at index along "
+                       "dim: gather's input gradient (cross-entropy's over a vocabulary) without a copy of the "
+                       "zeros; first-order only",
     "adam_step_": "(param, grad, exp_avg, exp_avg_sq) lr, beta1, beta2, eps, weight_decay, decoupled, step -> "
                   "one Adam (AdamW when decoupled) update of param, exp_avg and exp_avg_sq in place, as "
                   "optim.Adam's loop computes it (step: the bias-correction count, already incremented); "

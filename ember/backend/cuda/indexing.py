@@ -137,6 +137,14 @@ def build(xp, movement_ops: dict) -> dict:
             _add_at(out, key, vals if isinstance(vals, xp.ndarray) else xp.full(index.shape, vals, out.dtype))
         return out
 
+    def _gather_backward(grad, index, shape, dim):
+        """scatter(zeros(shape), index, grad, reduce="add") without the copy of the zeros that scatter makes:
+        cross-entropy's gradient over a vocabulary is a (tokens, vocabulary) array."""
+        out = xp.zeros(tuple(shape), grad.dtype)
+        if index.size:
+            _add_at(out, _grid(index, dim), grad)
+        return out
+
     def _index_select(x, index, dim):
         return xp.take(x, index, axis=dim)
 
@@ -200,7 +208,8 @@ def build(xp, movement_ops: dict) -> dict:
         return _index_put_(out, value, *idx, dims=dims, accumulate=accumulate)
 
     return {
-        "index": _index, "index_put_": _index_put_, "gather": _gather, "scatter": _scatter,
+        "index": _index, "index_put_": _index_put_, "gather": _gather, "gather_backward": _gather_backward,
+        "scatter": _scatter,
         "scatter_reduce": _scatter_reduce, "repeat_interleave": _repeat_interleave,
         "index_select": _index_select, "index_add": _index_add, "masked_fill": _masked_fill, "take": _take,
         "assign": _assign, "nonzero": _nonzero, "masked_select": _masked_select,

@@ -73,6 +73,14 @@ def _scatter(x, index, src, dim, reduce=None):
     return out
 
 
+def _gather_backward(grad, index, shape, dim):
+    """scatter(zeros(shape), index, grad, reduce="add") without copying the zeros (gather's gradient)."""
+    out = np.zeros(shape, grad.dtype)
+    if index.size:
+        np.add.at(out, _grid(index, dim), grad)
+    return out
+
+
 def _scatter_reduce(x, index, src, dim, reduce, include_self):
     work = x.astype(np.float32) if x.dtype in LOW_PRECISION else x.copy()
     if index.size == 0:
@@ -141,7 +149,8 @@ def _masked_select(x, mask):
 
 
 OPS = {
-    "index": _index, "index_put_": _index_put_, "gather": _gather, "scatter": _scatter,
+    "index": _index, "index_put_": _index_put_, "gather": _gather, "gather_backward": _gather_backward,
+    "scatter": _scatter,
     "scatter_reduce": _scatter_reduce, "index_select": _index_select, "index_add": _index_add,
     "masked_fill": _masked_fill, "take": _take, "assign": _assign, "nonzero": _nonzero,
     "masked_select": _masked_select,
