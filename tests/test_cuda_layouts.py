@@ -119,3 +119,34 @@ def test_reshapes_that_copy_match_numpy(dtype):
     merged = heads.reshape(2, 64, 4 * 64)                                      # needs a copy
     want = rounded(a.transpose(0, 2, 1, 3).reshape(2, 64, 256))
     np.testing.assert_array_equal(merged.float().cpu().numpy(), want)
+
+
+@gpu
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+def test_products_with_rows_of_odd_lengths_are_realigned(dtype):
+    """Large 16-bit products whose rows aren't whole 16-byte pieces (a 50,257-word vocabulary) run on copies with
+    padded rows (cuBLAS's aligned kernels) and give the plain product: odd n (the LM head), odd k (its input
+    gradient), a transposed operand (its weight gradient), batches, through ember and through cuBLAS directly."""
+    import cupy
+    from ml_dtypes import bfloat16
+
+    from ember.backend.cuda import cublas
+    np_dtype = bfloat16 if dtype == "bfloat16" else np.dtype(dtype)
+    rng = np.random.default_rng(1)
+
+    def arr(*shape):
+        return (rng.standard_normal(shape) * 0.5).astype(np.float32).astype(np_dtype)
+
+    cases = [(arr(1024, 768), arr(777, 768).T),        # logits = x @ wᵀ: n = 777
+             (arr(1024, 777), arr(777, 768)),          # dX = G @ w: k = 777
+             (arr(1024, 777).T, arr(1024, 768)),       # dW = Gᵀ @ x: m = 777, transposed
+             (arr(3, 512, 333), arr(333, 1027))]       # batched, odd k and n
+    for a, b in cases:
+        assert cublas.needs_alignment(int(np.prod(a.shape[:-1])), b.shape[-1], a.shape[-1], a.dtype)
+        want = np.matmul(a.astype(np.float64), b.astype(np.float64))
+        got = cublas.matmul(cupy.asarray(a), cupy.asarray(b))
+        assert got.shape == want.shape and got.flags.c_contiguous
+        np.testing.assert_allclose(cupy.asnumpy(got).astype(np.float64), want, rtol=2e-2, atol=2e-1)
+        ea = ember.tensor(np.ascontiguousarray(a).astype(np.float32), device="cuda").to(getattr(ember, dtype))
+        eb = ember.tensor(np.ascontiguousarray(b).astype(np.float32), device="cuda").to(getattr(ember, dtype))
+        np.testing.assert_allclose((ea @ eb).float().cpu().numpy(), want, rtol=2e-2, atol=2e-1)

@@ -485,6 +485,40 @@ extern "C" void run(const S* x, S* out, S* mask, u64 n, float p, float keep, int
     assert 0.2 < (m == 0).mean() < 0.4
 
 
+def test_repitch_kernel_moves_rows_between_pitches_on_the_host(tmp_path):
+    """The row copy behind cuBLAS's aligned operands (casts.copy_rows): rows of 13 elements from pitch 13 into
+    pitch 16 and back, padding untouched, 8 elements a thread with a partial last chunk."""
+    import ctypes
+    import shutil
+    import subprocess
+
+    from ember.backend.cuda import casts
+    cxx = shutil.which("g++") or shutil.which("clang++")
+    if cxx is None:
+        pytest.skip("no host C++ compiler")
+    driver = r"""
+typedef unsigned long long u64;
+extern "C" void run(const void* s, void* d, u64 rows, u64 cols, u64 ps, u64 pd) {
+    blockDim.x = 256;
+    for (u64 t = 0; t < rows * ((cols + 7) / 8); ++t) { blockIdx.x = t / 256; threadIdx.x = t % 256;
+        ember_repitch16((const unsigned short*)s, (unsigned short*)d, rows, cols, ps, pd); } }
+"""
+    src, lib = tmp_path / "repitch.cpp", tmp_path / "repitch.so"
+    src.write_text("#define EMBER_HOST_SIM 1\n" + _CUDA_STUB + _ATTN_STUB + casts.source() + driver)
+    subprocess.run([cxx, "-shared", "-fPIC", "-O1", "-o", str(lib), str(src)], check=True, capture_output=True)
+    run = ctypes.CDLL(str(lib)).run
+    u64 = ctypes.c_ulonglong
+    ptr = lambda a: a.ctypes.data_as(ctypes.c_void_p)  # noqa: E731
+    a = np.arange(5 * 13, dtype=np.uint16).reshape(5, 13)
+    padded = np.full((5, 16), 0xFFFF, np.uint16)
+    run(ptr(a), ptr(padded), u64(5), u64(13), u64(13), u64(16))
+    np.testing.assert_array_equal(padded[:, :13], a)
+    assert (padded[:, 13:] == 0xFFFF).all()
+    back = np.zeros_like(a)
+    run(ptr(padded), ptr(back), u64(5), u64(13), u64(16), u64(13))
+    np.testing.assert_array_equal(back, a)
+
+
 @pytest.mark.parametrize("op", ["add", "sub", "mul"])
 def test_bf16_arithmetic_kernels_round_like_ml_dtypes_on_the_host(tmp_path, op):
     """The CUDA kernels for two same-shape bfloat16 arrays (8 elements a thread), built by the host compiler:

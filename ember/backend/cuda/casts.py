@@ -120,6 +120,22 @@ extern "C" __global__ void ember_OPNAME16_NAME(const ember_u4* __restrict__ a, c
 ARITH_OPS = {"add": "+", "sub": "-", "mul": "*"}
 
 
+# rows of 2-byte elements copied between two row pitches (elements), 8 elements of a row a thread: matrices with
+# rows of odd lengths re-laid for cuBLAS's 16-byte-aligned kernels and back (cublas.matmul)
+_REPITCH = r"""
+extern "C" __global__ void ember_repitch16(const unsigned short* __restrict__ src, unsigned short* __restrict__ dst,
+                                           unsigned long long rows, unsigned long long cols,
+                                           unsigned long long ps, unsigned long long pd) {
+    unsigned long long t = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x;
+    unsigned long long chunks = (cols + 7) / 8, r = t / chunks, j = (t % chunks) * 8;
+    if (r >= rows) return;
+    const unsigned short* s = src + r * ps;
+    unsigned short* d = dst + r * pd;
+    for (int q = 0; q < 8 && j + q < cols; ++q) d[j + q] = s[j + q];
+}
+"""
+
+
 def source() -> str:
     """The CUDA source of the kernels (ember_to16_bf16, ember_from16_bf16, ..._f16, ember_gather16,
     ember_add16_bf16 and the other arithmetic)."""
@@ -129,7 +145,7 @@ def source() -> str:
             return code.replace("NAME", name).replace("OUT", f"{name}_out").replace("IN(", f"{name}_in(")
         body += typed(_KERNELS)
         body += "".join(typed(_ARITH.replace("OPNAME", op).replace("OP", sym)) for op, sym in ARITH_OPS.items())
-    return _CONVERT + body + _GATHER
+    return _CONVERT + body + _GATHER + _REPITCH
 
 
 _module: list = []
@@ -291,6 +307,32 @@ def map16(which: str, spec: tuple, *arrays):
     return out
 
 
+def copy_rows(xp, src, dst) -> None:
+    """``dst[...] = src`` for 2-byte arrays of one shape whose rows (last dim contiguous) are evenly spaced over
+    all leading dims (C-contiguous arrays and row-padded views of them): one pass, 8 elements a thread."""
+    cols = src.shape[-1]
+    rows = src.size // cols if cols else 0
+    kern = _kernel("ember_repitch16") if rows else None
+
+    def pitch(a):  # elements between rows, when every leading dim steps by whole rows of that pitch
+        if a.ndim < 2:
+            return cols
+        p = a.strides[-2] // a.itemsize
+        step = p
+        for n, st in zip(reversed(a.shape[:-1]), reversed(a.strides[:-1])):
+            if n != 1 and st != step * a.itemsize:
+                return None
+            step *= n
+        return p
+    ps, pd = pitch(src), pitch(dst)
+    if (kern is None or src.itemsize != 2 or dst.itemsize != 2 or src.strides[-1] != 2 or dst.strides[-1] != 2
+            or ps is None or pd is None):
+        dst[...] = src
+        return
+    n = rows * ((cols + 7) // 8)
+    kern(((n + 255) // 256,), (256,), (src, dst, np.uint64(rows), np.uint64(cols), np.uint64(ps), np.uint64(pd)))
+
+
 def pieces(shape: tuple, strides: tuple, itemsize: int, ptr: int):
     """(sizes, byte strides) of an array as 16-byte pieces, dims merged where they are one run, at most 6
     of them; None when it isn't made of aligned 16-byte pieces (last dim not contiguous, a stride or the base
@@ -331,4 +373,4 @@ def contiguous(xp, x):
     return out
 
 
-__all__ = ["arith", "cast", "contiguous", "map16", "map_source", "pieces", "source"]
+__all__ = ["arith", "cast", "contiguous", "copy_rows", "map16", "map_source", "pieces", "source"]

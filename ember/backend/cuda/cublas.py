@@ -16,7 +16,7 @@ import os
 
 import numpy as np
 
-from .casts import contiguous
+from .casts import contiguous, copy_rows
 
 __all__ = ["matmul", "available", "prepare"]
 
@@ -116,9 +116,19 @@ def matmul(a, b, out=None, **kw):
         # row-major C = A @ B is column-major C^T = B^T @ A^T: B's buffer first. A row-major buffer read
         # column-major is the transpose the product wants (op N, leading dim = its row length); an operand
         # passed as its row-major transpose is transposed back by cuBLAS (op T, leading dim = its row count)
-        _gemm(lib, c.device.id, (n, m, k), (b_arr.data.ptr, data, k if tb else n, sb),
-              (a_arr.data.ptr, data, m if ta else k, sa), (c.data.ptr, data, n, m * n), count, dtype,
+        (a_arr, lda, sa), (b_arr, ldb, sb) = (a_arr, m if ta else k, sa), (b_arr, k if tb else n, sb)
+        c_buf, ldc = c, n
+        if needs_alignment(m, n, k, a.dtype):  # rows of odd lengths re-laid 16-byte aligned (see there)
+            a_arr, lda, sa = _pitched(cupy, a_arr, lda, sa)
+            b_arr, ldb, sb = _pitched(cupy, b_arr, ldb, sb)
+            if n % _ALIGN:
+                ldc = -(-n // _ALIGN) * _ALIGN
+                c_buf = cupy.empty(batch + (m, ldc), a.dtype)
+        _gemm(lib, c.device.id, (n, m, k), (b_arr.data.ptr, data, ldb, sb), (a_arr.data.ptr, data, lda, sa),
+              (c_buf.data.ptr, data, ldc, m * ldc), count, dtype,
               tf32=dtype == "float32" and flags.matmul.allow_tf32, trans=(tb, ta))
+        if c_buf is not c:
+            copy_rows(cupy, c_buf[..., :n], c)
     if va:
         c = c[..., 0, :]
     if vb:
@@ -144,6 +154,33 @@ def _gemm(lib, device: int, mnk: tuple, a: tuple, b: tuple, c: tuple, count: int
         h, int(trans[0]), int(trans[1]), *mnk, ctypes.byref(alpha), ptr(a[0]), a[1], a[2], ll(a[3]), ptr(b[0]), b[1], b[2], ll(b[3]),
         ctypes.byref(beta), ptr(c[0]), c[1], c[2], ll(c[3]), count, compute, _GEMM_DEFAULT),
         "cublasGemmStridedBatchedEx")
+
+
+# cuBLAS runs 16-bit products on its fast tensor-core kernels only when every matrix's rows start at 16-byte
+# boundaries; a row of odd length (GPT-2's 50,257-word vocabulary) sends the whole product to kernels several
+# times slower (the LM head's three GEMMs: 15 ms of a 124M-parameter training step on an H200). A large product
+# with such a matrix copies it into rows padded to 8 elements (one pass) and writes the result the same way.
+_ALIGN = 8
+_ALIGN_WORK = 1 << 27  # m * n * k from which the copies cost less than the slow kernels
+
+
+def needs_alignment(m: int, n: int, k: int, dtype) -> bool:
+    """Whether a 16-bit (m, k) @ (k, n) product is large enough, with rows of a length cuBLAS's aligned kernels
+    refuse, to be worth re-laying (``matmul`` does; 2-d products go there for it)."""
+    return np.dtype(dtype).itemsize == 2 and m * n * k >= _ALIGN_WORK and bool(m % _ALIGN or n % _ALIGN
+                                                                                or k % _ALIGN)
+
+
+def _pitched(cupy, arr, ld: int, stride: int):
+    """(arr, ld, batch stride) with rows starting 16-byte aligned: ``arr`` itself when they do, else a copy
+    whose rows are padded to a multiple of 8 elements (the padding is never read)."""
+    if ld % _ALIGN == 0 and arr.data.ptr % 16 == 0:
+        return arr, ld, stride
+    cols = arr.shape[-1]
+    pitch = -(-cols // _ALIGN) * _ALIGN
+    buf = cupy.empty(arr.shape[:-1] + (pitch,), arr.dtype)
+    copy_rows(cupy, arr, buf[..., :cols])
+    return buf, pitch, 0 if stride == 0 else arr.shape[-2] * pitch
 
 
 def _operand(cupy, x, batch, size):

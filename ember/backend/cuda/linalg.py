@@ -77,6 +77,12 @@ def build(xp) -> dict:
         accumulating in float32 (cublas.matmul); without cuBLAS through ctypes, compute in float32
         (exact products of bfloat16 inputs) and round once."""
         try:
+            if b.ndim == 2 and a.ndim >= 2 and ct.gpu and b.dtype == a.dtype:
+                from . import cublas
+                rows = a.size // a.shape[-1] if a.shape[-1] else 0
+                if cublas.needs_alignment(rows, b.shape[-1], a.shape[-1], a.dtype) and cublas.available():
+                    a2 = a if a.ndim == 2 else a.reshape(-1, a.shape[-1])  # odd rows: aligned copies, cuBLAS
+                    return cublas.matmul(a2, b).reshape(a.shape[:-1] + (b.shape[-1],))
             if a.ndim == 2 and b.ndim == 2:
                 return _as(xp.matmul(a, b), a.dtype)
             if b.ndim == 2 and a.ndim > 2:
