@@ -485,9 +485,11 @@ extern "C" void run(const S* x, S* out, S* mask, u64 n, float p, float keep, int
     assert 0.2 < (m == 0).mean() < 0.4
 
 
-def test_repitch_kernel_moves_rows_between_pitches_on_the_host(tmp_path):
-    """The row copy behind cuBLAS's aligned operands (casts.copy_rows): rows of 13 elements from pitch 13 into
-    pitch 16 and back, padding untouched, 8 elements a thread with a partial last chunk."""
+@pytest.mark.parametrize("vin,vout", [(0, 0), (0, 1), (1, 0), (1, 1)])
+def test_repitch_kernel_moves_rows_between_pitches_on_the_host(tmp_path, vin, vout):
+    """The row copy behind cuBLAS's padded operands (casts.copy_rows), built by the host compiler: rows of 13
+    elements into rows of 16 with zeros past them, and back; element by element or 16 bytes at a time on
+    the side whose pitch allows it."""
     import ctypes
     import shutil
     import subprocess
@@ -498,10 +500,10 @@ def test_repitch_kernel_moves_rows_between_pitches_on_the_host(tmp_path):
         pytest.skip("no host C++ compiler")
     driver = r"""
 typedef unsigned long long u64;
-extern "C" void run(const void* s, void* d, u64 rows, u64 cols, u64 ps, u64 pd) {
+extern "C" void run(const void* s, void* d, u64 rows, u64 cols, u64 dcols, u64 ps, u64 pd, int vin, int vout) {
     blockDim.x = 256;
-    for (u64 t = 0; t < rows * ((cols + 7) / 8); ++t) { blockIdx.x = t / 256; threadIdx.x = t % 256;
-        ember_repitch16((const unsigned short*)s, (unsigned short*)d, rows, cols, ps, pd); } }
+    for (u64 t = 0; t < rows * ((dcols + 7) / 8); ++t) { blockIdx.x = t / 256; threadIdx.x = t % 256;
+        ember_repitch16((const unsigned short*)s, (unsigned short*)d, rows, cols, dcols, ps, pd, vin, vout); } }
 """
     src, lib = tmp_path / "repitch.cpp", tmp_path / "repitch.so"
     src.write_text("#define EMBER_HOST_SIM 1\n" + _CUDA_STUB + _ATTN_STUB + casts.source() + driver)
@@ -509,14 +511,16 @@ extern "C" void run(const void* s, void* d, u64 rows, u64 cols, u64 ps, u64 pd) 
     run = ctypes.CDLL(str(lib)).run
     u64 = ctypes.c_ulonglong
     ptr = lambda a: a.ctypes.data_as(ctypes.c_void_p)  # noqa: E731
-    a = np.arange(5 * 13, dtype=np.uint16).reshape(5, 13)
+    a = (np.arange(5 * 16, dtype=np.uint16) + 1).reshape(5, 16)   # rows of 13 (or 16: the aligned source)
     padded = np.full((5, 16), 0xFFFF, np.uint16)
-    run(ptr(a), ptr(padded), u64(5), u64(13), u64(13), u64(16))
-    np.testing.assert_array_equal(padded[:, :13], a)
-    assert (padded[:, 13:] == 0xFFFF).all()
-    back = np.zeros_like(a)
-    run(ptr(padded), ptr(back), u64(5), u64(13), u64(16), u64(13))
-    np.testing.assert_array_equal(back, a)
+    # into pitch 16, zero-filled to 16 columns (vout: 16-byte stores; vin reads a pitch-16 source)
+    run(ptr(a), ptr(padded), u64(5), u64(13), u64(16), u64(16 if vin else 13), u64(16), vin, vout)
+    want = (a if vin else a.reshape(-1)[:65].reshape(5, 13))[:, :13]
+    np.testing.assert_array_equal(padded[:, :13], want)
+    assert (padded[:, 13:] == 0).all()
+    back = np.full((5, 13), 7, np.uint16)
+    run(ptr(padded), ptr(back), u64(5), u64(13), u64(13), u64(16), u64(13), vin, 0)
+    np.testing.assert_array_equal(back, want)
 
 
 @pytest.mark.parametrize("op", ["add", "sub", "mul"])

@@ -120,18 +120,35 @@ extern "C" __global__ void ember_OPNAME16_NAME(const ember_u4* __restrict__ a, c
 ARITH_OPS = {"add": "+", "sub": "-", "mul": "*"}
 
 
-# rows of 2-byte elements copied between two row pitches (elements), 8 elements of a row a thread: matrices with
-# rows of odd lengths re-laid for cuBLAS's 16-byte-aligned kernels and back (cublas.matmul)
+# rows of 2-byte elements copied between two row pitches (elements), 8 elements of a row a thread: row j of dst
+# gets src's row j, then zeros up to dcols (dst's logical width); 16-byte loads (vin) and stores (vout) where the
+# pitch and base allow. Matrices with rows of odd lengths go to cuBLAS padded this way, and come back
 _REPITCH = r"""
 extern "C" __global__ void ember_repitch16(const unsigned short* __restrict__ src, unsigned short* __restrict__ dst,
                                            unsigned long long rows, unsigned long long cols,
-                                           unsigned long long ps, unsigned long long pd) {
+                                           unsigned long long dcols, unsigned long long ps,
+                                           unsigned long long pd, int vin, int vout) {
     unsigned long long t = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x;
-    unsigned long long chunks = (cols + 7) / 8, r = t / chunks, j = (t % chunks) * 8;
+    unsigned long long chunks = (dcols + 7) / 8, r = t / chunks, j = (t % chunks) * 8;
     if (r >= rows) return;
     const unsigned short* s = src + r * ps;
     unsigned short* d = dst + r * pd;
-    for (int q = 0; q < 8 && j + q < cols; ++q) d[j + q] = s[j + q];
+    unsigned short h[8];
+    if (vin && j + 8 <= cols) {
+        ember_u4 u = *(const ember_u4*)(s + j);
+        unsigned w[4] = {u.x, u.y, u.z, u.w};
+        for (int q = 0; q < 4; ++q) { h[2 * q] = (unsigned short)(w[q] & 0xffffu); h[2 * q + 1] = (unsigned short)(w[q] >> 16); }
+    } else {
+        for (int q = 0; q < 8; ++q) h[q] = j + q < cols ? s[j + q] : (unsigned short)0;
+    }
+    if (vout && j + 8 <= pd) {  // a whole chunk inside the row's pitch: padding past dcols gets zeros
+        ember_u4 u;
+        u.x = h[0] | ((unsigned)h[1] << 16); u.y = h[2] | ((unsigned)h[3] << 16);
+        u.z = h[4] | ((unsigned)h[5] << 16); u.w = h[6] | ((unsigned)h[7] << 16);
+        *(ember_u4*)(d + j) = u;
+    } else {
+        for (int q = 0; q < 8 && j + q < dcols; ++q) d[j + q] = h[q];
+    }
 }
 """
 
@@ -308,15 +325,16 @@ def map16(which: str, spec: tuple, *arrays):
 
 
 def copy_rows(xp, src, dst) -> None:
-    """``dst[...] = src`` for 2-byte arrays of one shape whose rows (last dim contiguous) are evenly spaced over
-    all leading dims (C-contiguous arrays and row-padded views of them): one pass, 8 elements a thread."""
-    cols = src.shape[-1]
+    """``dst[..., :cols] = src`` and zeros in dst's columns past src's, for 2-byte arrays with the same leading
+    shape whose rows (last dim contiguous) are evenly spaced over all leading dims (C-contiguous arrays and
+    row-padded views of them): one pass, 8 elements a thread."""
+    cols, dcols = src.shape[-1], dst.shape[-1]
     rows = src.size // cols if cols else 0
-    kern = _kernel("ember_repitch16") if rows else None
+    kern = _kernel("ember_repitch16") if rows and dcols >= cols else None
 
     def pitch(a):  # elements between rows, when every leading dim steps by whole rows of that pitch
         if a.ndim < 2:
-            return cols
+            return a.shape[-1]
         p = a.strides[-2] // a.itemsize
         step = p
         for n, st in zip(reversed(a.shape[:-1]), reversed(a.strides[:-1])):
@@ -326,11 +344,16 @@ def copy_rows(xp, src, dst) -> None:
         return p
     ps, pd = pitch(src), pitch(dst)
     if (kern is None or src.itemsize != 2 or dst.itemsize != 2 or src.strides[-1] != 2 or dst.strides[-1] != 2
-            or ps is None or pd is None):
-        dst[...] = src
+            or ps is None or pd is None or src.shape[:-1] != dst.shape[:-1]):
+        dst[..., :cols] = src
+        if dcols > cols:
+            dst[..., cols:] = 0
         return
-    n = rows * ((cols + 7) // 8)
-    kern(((n + 255) // 256,), (256,), (src, dst, np.uint64(rows), np.uint64(cols), np.uint64(ps), np.uint64(pd)))
+    vin = ps % 8 == 0 and src.data.ptr % 16 == 0
+    vout = pd % 8 == 0 and dst.data.ptr % 16 == 0
+    n = rows * ((dcols + 7) // 8)
+    kern(((n + 255) // 256,), (256,), (src, dst, np.uint64(rows), np.uint64(cols), np.uint64(dcols), np.uint64(ps),
+                                       np.uint64(pd), np.int32(vin), np.int32(vout)))
 
 
 def pieces(shape: tuple, strides: tuple, itemsize: int, ptr: int):

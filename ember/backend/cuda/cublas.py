@@ -116,19 +116,22 @@ def matmul(a, b, out=None, **kw):
         # row-major C = A @ B is column-major C^T = B^T @ A^T: B's buffer first. A row-major buffer read
         # column-major is the transpose the product wants (op N, leading dim = its row length); an operand
         # passed as its row-major transpose is transposed back by cuBLAS (op T, leading dim = its row count)
-        (a_arr, lda, sa), (b_arr, ldb, sb) = (a_arr, m if ta else k, sa), (b_arr, k if tb else n, sb)
-        c_buf, ldc = c, n
-        if needs_alignment(m, n, k, a.dtype):  # rows of odd lengths re-laid 16-byte aligned (see there)
-            a_arr, lda, sa = _pitched(cupy, a_arr, lda, sa)
-            b_arr, ldb, sb = _pitched(cupy, b_arr, ldb, sb)
-            if n % _ALIGN:
-                ldc = -(-n // _ALIGN) * _ALIGN
-                c_buf = cupy.empty(batch + (m, ldc), a.dtype)
-        _gemm(lib, c.device.id, (n, m, k), (b_arr.data.ptr, data, ldb, sb), (a_arr.data.ptr, data, lda, sa),
-              (c_buf.data.ptr, data, ldc, m * ldc), count, dtype,
+        mp, np_, kp, c_buf = m, n, k, c
+        if needs_alignment(m, n, k, a.dtype):  # every dim a multiple of 8 on padded copies (see there)
+            mp, np_, kp = (-(-d // _ALIGN) * _ALIGN for d in (m, n, k))
+            a_arr, sa = _padded(cupy, a_arr, (kp, mp) if ta else (mp, kp), sa)
+            b_arr, sb = _padded(cupy, b_arr, (np_, kp) if tb else (kp, np_), sb)
+            if (mp, np_) != (m, n):
+                c_buf = cupy.empty(batch + (mp, np_), a.dtype)
+        _gemm(lib, c.device.id, (np_, mp, kp), (b_arr.data.ptr, data, kp if tb else np_, sb),
+              (a_arr.data.ptr, data, mp if ta else kp, sa), (c_buf.data.ptr, data, np_, mp * np_), count, dtype,
               tf32=dtype == "float32" and flags.matmul.allow_tf32, trans=(tb, ta))
         if c_buf is not c:
-            copy_rows(cupy, c_buf[..., :n], c)
+            if batch and mp != m:  # rows of the batches aren't evenly spaced in the padded result
+                for i in np.ndindex(*batch):
+                    copy_rows(cupy, c_buf[i][:m, :n], c[i])
+            else:
+                copy_rows(cupy, c_buf[..., :m, :n], c)
     if va:
         c = c[..., 0, :]
     if vb:
@@ -156,31 +159,34 @@ def _gemm(lib, device: int, mnk: tuple, a: tuple, b: tuple, c: tuple, count: int
         "cublasGemmStridedBatchedEx")
 
 
-# cuBLAS runs 16-bit products on its fast tensor-core kernels only when every matrix's rows start at 16-byte
-# boundaries; a row of odd length (GPT-2's 50,257-word vocabulary) sends the whole product to kernels several
-# times slower (the LM head's three GEMMs: 15 ms of a 124M-parameter training step on an H200). A large product
-# with such a matrix copies it into rows padded to 8 elements (one pass) and writes the result the same way.
+# cuBLAS runs 16-bit products on its fast tensor-core kernels only when every dim and leading dim is a whole number
+# of 16-byte pieces; one odd dim (GPT-2's 50,257-word vocabulary) sends the product to kernels several times
+# slower (the LM head's three GEMMs: 15 ms of a 124M-parameter training step on an H200). A large product with
+# an odd dim runs on copies padded to multiples of 8 elements (zeros where the padding meets the summed dim k;
+# padded rows and columns of the result are dropped) and copies the result out: three passes over the large
+# matrix instead of a kernel several times slower.
 _ALIGN = 8
 _ALIGN_WORK = 1 << 27  # m * n * k from which the copies cost less than the slow kernels
 
 
 def needs_alignment(m: int, n: int, k: int, dtype) -> bool:
-    """Whether a 16-bit (m, k) @ (k, n) product is large enough, with rows of a length cuBLAS's aligned kernels
-    refuse, to be worth re-laying (``matmul`` does; 2-d products go there for it)."""
+    """Whether a 16-bit (m, k) @ (k, n) product is large enough, with a dim cuBLAS's aligned kernels refuse, to
+    be worth running on padded copies (``matmul`` does; 2-d products go there for it)."""
     return np.dtype(dtype).itemsize == 2 and m * n * k >= _ALIGN_WORK and bool(m % _ALIGN or n % _ALIGN
                                                                                 or k % _ALIGN)
 
 
-def _pitched(cupy, arr, ld: int, stride: int):
-    """(arr, ld, batch stride) with rows starting 16-byte aligned: ``arr`` itself when they do, else a copy
-    whose rows are padded to a multiple of 8 elements (the padding is never read)."""
-    if ld % _ALIGN == 0 and arr.data.ptr % 16 == 0:
-        return arr, ld, stride
-    cols = arr.shape[-1]
-    pitch = -(-cols // _ALIGN) * _ALIGN
-    buf = cupy.empty(arr.shape[:-1] + (pitch,), arr.dtype)
-    copy_rows(cupy, arr, buf[..., :cols])
-    return buf, pitch, 0 if stride == 0 else arr.shape[-2] * pitch
+def _padded(cupy, arr, shape: tuple, stride: int):
+    """(arr as C-contiguous (..., rows, cols) matrices of ``shape``, batch stride): ``arr`` itself when it has
+    that shape and a 16-byte aligned base, else a copy, zeros in the padding."""
+    rows, cols = arr.shape[-2:]
+    if (rows, cols) == shape and arr.data.ptr % 16 == 0:
+        return arr, stride
+    buf = cupy.empty(arr.shape[:-2] + shape, arr.dtype)
+    copy_rows(cupy, arr, buf[..., :rows, :])
+    if shape[0] > rows:
+        buf[..., rows:, :] = 0
+    return buf, 0 if stride == 0 else shape[0] * shape[1]
 
 
 def _operand(cupy, x, batch, size):
