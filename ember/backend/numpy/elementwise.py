@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import special
-from ._util import upcast
+from ._util import LOW_PRECISION, upcast
 
 
 class IntegerDivisionByZero(RuntimeError, ZeroDivisionError):
@@ -41,10 +41,6 @@ def _fmod(x, y):
     if _is_int(x):
         _int_div_check(y)
     return np.fmod(x, y, out=...)
-
-
-def _div(x, y):
-    return np.true_divide(x, y, out=...)
 
 
 def _pow(x, y):
@@ -184,6 +180,23 @@ def _b(ufunc):
     return run
 
 
+def _arith(ufunc):
+    """:func:`_b` for + - * /: a 16-bit float array with a Python number keeps its dtype. ml_dtypes before 0.7
+    answers float32 there (``bfloat16_array * 1.5``), which would leave float32 data behind a bfloat16
+    tensor; the float32 result rounds once, as PyTorch computes a 16-bit tensor with a scalar."""
+    def run(x, y):
+        r = ufunc(x, y, out=...)
+        if y.__class__ in _PY_SCALARS and x.dtype in LOW_PRECISION and r.dtype != x.dtype:
+            return r.astype(x.dtype)
+        if x.__class__ in _PY_SCALARS and y.dtype in LOW_PRECISION and r.dtype != y.dtype:
+            return r.astype(y.dtype)
+        return r
+    run.__name__ = ufunc.__name__
+    return run
+
+
+_PY_SCALARS = (int, float, bool)
+
 _UNARY_MATH = {
     "exp": _u(np.exp), "exp2": _u(np.exp2), "expm1": _u(np.expm1), "log": _u(np.log),
     "log1p": _u(np.log1p), "log2": _u(np.log2), "log10": _u(np.log10), "sqrt": _u(np.sqrt),
@@ -201,7 +214,7 @@ OPS.update({
     "floor": _u(np.floor), "ceil": _u(np.ceil), "trunc": _u(np.trunc), "round": _u(np.rint),
     "isnan": _u(np.isnan), "isinf": _u(np.isinf), "isfinite": _u(np.isfinite), "signbit": _u(np.signbit),
     "logical_not": _u(np.logical_not), "bitwise_not": _u(np.invert),
-    "add": _b(np.add), "sub": _b(np.subtract), "mul": _b(np.multiply), "div": _div,
+    "add": _arith(np.add), "sub": _arith(np.subtract), "mul": _arith(np.multiply), "div": _arith(np.true_divide),
     "floor_divide": _floor_divide, "remainder": _remainder, "fmod": _fmod, "pow": _pow,
     "maximum": _b(np.maximum), "minimum": _b(np.minimum), "fmax": _b(np.fmax), "fmin": _b(np.fmin),
     "atan2": upcast(_b(np.arctan2)), "hypot": upcast(_b(np.hypot)), "copysign": _b(np.copysign),
