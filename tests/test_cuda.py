@@ -275,6 +275,23 @@ def test_norm_kernels_match_the_cpu(shape, dtype):
 
 
 @gpu
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_log_softmax_rows_of_a_vocabulary_match_torch(dtype):
+    """log_softmax over long rows (one read for the max and the sum together, the sum rescaled as the max
+    grows): PyTorch's values, with -inf entries, a row of -inf (NaN), a NaN row and large magnitudes."""
+    import torch
+    rng = np.random.default_rng(8)
+    a = (rng.standard_normal((6, 50257)) * 20).astype(dtype)
+    a[1, ::3] = -np.inf
+    a[2] = -np.inf
+    a[3, 7] = np.nan
+    a[4] += 1e4
+    got = ember.tensor(a, device="cuda").log_softmax(-1).cpu().numpy()
+    want = torch.tensor(a).log_softmax(-1).numpy()
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-4)
+
+
+@gpu
 @pytest.mark.parametrize("dtype", ["float32", "float64", "bfloat16", "float16"])
 @pytest.mark.parametrize("dims,keepdim", [((0,), False), ((0, 1), True), ((0, 1), False)])
 def test_sums_over_leading_dims_take_one_gemm_and_match_torch(dtype, dims, keepdim):

@@ -66,19 +66,29 @@ extern "C" __global__ void ember_softmax_CT(const CT* __restrict__ x, CT* __rest
     const CT* xr = x + (long long)blockIdx.x * cols;
     CT* yr = y + (long long)blockIdx.x * cols;
     CT m = e_neg_inf((CT)0);
+    if (logmode) {
+        // one read for max and sum (online: the sum rescaled when the max grows), one for the result:
+        // cross-entropy's rows of a vocabulary don't stay in cache between passes
+        CT s = 0;
+        for (long long j = threadIdx.x; j < cols; j += blockDim.x) {
+            CT v = xr[j];
+            if (v > m) { s = s * e_exp(m - v) + (CT)1; m = v; }
+            else if (v != e_neg_inf((CT)0)) s += e_exp(v - m);  // -inf adds nothing (and no -inf - -inf)
+        }
+        CT mt = m;
+        CT mb = block_max(m, sh);
+        CT st = s == (CT)0 ? (CT)0 : s * e_exp(mt - mb);
+        CT ls = e_log(block_sum(st, sh));
+        for (long long j = threadIdx.x; j < cols; j += blockDim.x) yr[j] = xr[j] - mb - ls;
+        return;
+    }
     for (long long j = threadIdx.x; j < cols; j += blockDim.x) m = nmax(m, xr[j]);
     m = block_max(m, sh);
-    if (logmode && !e_finite(m)) m = 0;   // all -inf (or +inf) rows: no inf - inf
     CT s = 0;
     for (long long j = threadIdx.x; j < cols; j += blockDim.x) s += e_exp(xr[j] - m);
     s = block_sum(s, sh);
-    if (logmode) {
-        CT ls = e_log(s);
-        for (long long j = threadIdx.x; j < cols; j += blockDim.x) yr[j] = xr[j] - m - ls;
-    } else {
-        CT inv = (CT)1 / s;
-        for (long long j = threadIdx.x; j < cols; j += blockDim.x) yr[j] = e_exp(xr[j] - m) * inv;
-    }
+    CT inv = (CT)1 / s;
+    for (long long j = threadIdx.x; j < cols; j += blockDim.x) yr[j] = e_exp(xr[j] - m) * inv;
 }
 
 // log_softmax's gradient per row: gx = g - exp(y) * sum(g)
