@@ -62,7 +62,8 @@ def test_dropout_in_place_views_and_second_order(device):
 
 
 def test_dropout_op_is_used_where_supported(monkeypatch):
-    """The numpy stack runs the one op; Fusion keeps the composition (it fuses into neighbouring kernels)."""
+    """The numpy stack runs the one op; Fusion on the CPU keeps the composition (it fuses into neighbouring
+    kernels)."""
     ran = []
     for device in ("cpu", "cpu:fused"):
         inner = ember.device(device).backend.inner
