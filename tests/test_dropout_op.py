@@ -68,7 +68,10 @@ def test_dropout_op_is_used_where_supported(monkeypatch):
     for device in ("cpu", "cpu:fused"):
         inner = ember.device(device).backend.inner
         orig = inner.run
-        monkeypatch.setattr(inner, "run", lambda op, i, a, orig=orig, d=device: (ran.append((d, op)), orig(op, i, a))[1])
+        def run(op, inputs, attrs, orig=orig, d=device):
+            ran.append((d, op))
+            return orig(op, inputs, attrs)
+        monkeypatch.setattr(inner, "run", run)
         F.dropout(ember.ones(64, device=device), 0.25).sum().item()
     assert ("cpu", "dropout") in ran and ("cpu", "rand") not in ran
     assert ("cpu:fused", "dropout") not in ran

@@ -264,34 +264,46 @@ extern "C" __global__ void ember_attention_weights_backward_warp(
 """
 
 
-def source(dtype_name: str) -> str:
-    """The CUDA source of the kernels for scores stored as ``dtype_name`` (float32, bfloat16, float16)."""
+def typed_prefix(dtype_name: str) -> str:
+    """The head of a row/Philox kernel source for storage ``dtype_name``: ``typedef ... S``, the 16-bit
+    conversions, ``ld``/``sv``/``load8``/``pack8`` and the Philox helpers (also dropout.py's)."""
     ctype, convert = _STORAGE[dtype_name]  # the kernels are written for the storage type S
     return (f"#ifndef INFINITY\n#define INFINITY __int_as_float(0x7f800000)\n#endif\ntypedef {ctype} S;\n"
-            f"{casts._CONVERT}{convert}" + cuda_random._WORDS_FN + cuda_random._UNIT_FN + _REDUCE + _KERNELS
-            + _WARP_KERNELS)
+            f"{casts._CONVERT}{convert}" + cuda_random._WORDS_FN + cuda_random._UNIT_FN)
 
 
-_kernels: dict = {}
+def source(dtype_name: str) -> str:
+    """The CUDA source of the kernels for scores stored as ``dtype_name`` (float32, bfloat16, float16)."""
+    return typed_prefix(dtype_name) + _REDUCE + _KERNELS + _WARP_KERNELS
 
 
-def _get(dtype_name: str):
-    """(forward, backward) RawKernels for a storage dtype, or None when they can't be built (reported once)."""
-    got = _kernels.get(dtype_name, False)
+_built: dict = {}
+
+
+def typed_functions(label: str, dtype_name: str, source_fn, names: tuple):
+    """The RawKernels ``names`` of ``source_fn(dtype_name)``, built once per (label, storage dtype); None when
+    they can't be built (reported once: the caller takes its array-module code)."""
+    key = (label, dtype_name)
+    got = _built.get(key, False)
     if got is not False:
         return got
     got = None
     if dtype_name in _STORAGE:
         try:
             import cupy
-            mod = cupy.RawModule(code=source(dtype_name), options=("-std=c++17",))
-            got = tuple(mod.get_function(f"ember_attention_weights{k}") for k in ("", "_backward", "_warp",
-                                                                                  "_backward_warp"))
+            mod = cupy.RawModule(code=source_fn(dtype_name), options=("-std=c++17",))
+            got = tuple(mod.get_function(n) for n in names)
         except Exception as e:  # noqa: BLE001 - the array-module code covers every case
-            warnings.warn(f"ember's CUDA attention-weights kernels ({dtype_name}) could not be built, using the "
-                          f"slower path: {e}", RuntimeWarning, stacklevel=3)
-    _kernels[dtype_name] = got
+            warnings.warn(f"ember's CUDA {label} kernels ({dtype_name}) could not be built, using the slower path: "
+                          f"{e}", RuntimeWarning, stacklevel=3)
+    _built[key] = got
     return got
+
+
+def _get(dtype_name: str):
+    """(forward, backward, warp forward, warp backward) RawKernels for a storage dtype, or None."""
+    return typed_functions("attention-weights", dtype_name, source,
+                           tuple(f"ember_attention_weights{k}" for k in ("", "_backward", "_warp", "_backward_warp")))
 
 
 def _grid(rows: int) -> int:

@@ -137,7 +137,10 @@ extern "C" __global__ void ember_repitch16(const unsigned short* __restrict__ sr
     if (vin && j + 8 <= cols) {
         ember_u4 u = *(const ember_u4*)(s + j);
         unsigned w[4] = {u.x, u.y, u.z, u.w};
-        for (int q = 0; q < 4; ++q) { h[2 * q] = (unsigned short)(w[q] & 0xffffu); h[2 * q + 1] = (unsigned short)(w[q] >> 16); }
+        for (int q = 0; q < 4; ++q) {
+            h[2 * q] = (unsigned short)(w[q] & 0xffffu);
+            h[2 * q + 1] = (unsigned short)(w[q] >> 16);
+        }
     } else {
         for (int q = 0; q < 8; ++q) h[q] = j + q < cols ? s[j + q] : (unsigned short)0;
     }
@@ -156,12 +159,12 @@ extern "C" __global__ void ember_repitch16(const unsigned short* __restrict__ sr
 def source() -> str:
     """The CUDA source of the kernels (ember_to16_bf16, ember_from16_bf16, ..._f16, ember_gather16,
     ember_add16_bf16 and the other arithmetic)."""
+    def typed(code: str, name: str) -> str:
+        return code.replace("NAME", name).replace("OUT", f"{name}_out").replace("IN(", f"{name}_in(")
     body = ""
     for name in ("bf16", "f16"):
-        def typed(code: str) -> str:
-            return code.replace("NAME", name).replace("OUT", f"{name}_out").replace("IN(", f"{name}_in(")
-        body += typed(_KERNELS)
-        body += "".join(typed(_ARITH.replace("OPNAME", op).replace("OP", sym)) for op, sym in ARITH_OPS.items())
+        body += typed(_KERNELS, name)
+        body += "".join(typed(_ARITH.replace("OPNAME", op).replace("OP", sym), name) for op, sym in ARITH_OPS.items())
     return _CONVERT + body + _GATHER + _REPITCH
 
 

@@ -154,8 +154,9 @@ def _gemm(lib, device: int, mnk: tuple, a: tuple, b: tuple, c: tuple, count: int
     _check(lib.cublasSetStream_v2(h, ctypes.c_void_p(cupy.cuda.get_current_stream().ptr)), "cublasSetStream")
     ll, ptr = ctypes.c_longlong, ctypes.c_void_p
     _check(lib.cublasGemmStridedBatchedEx(
-        h, int(trans[0]), int(trans[1]), *mnk, ctypes.byref(alpha), ptr(a[0]), a[1], a[2], ll(a[3]), ptr(b[0]), b[1], b[2], ll(b[3]),
-        ctypes.byref(beta), ptr(c[0]), c[1], c[2], ll(c[3]), count, compute, _GEMM_DEFAULT),
+        h, int(trans[0]), int(trans[1]), *mnk, ctypes.byref(alpha), ptr(a[0]), a[1], a[2], ll(a[3]),
+        ptr(b[0]), b[1], b[2], ll(b[3]), ctypes.byref(beta), ptr(c[0]), c[1], c[2], ll(c[3]), count, compute,
+        _GEMM_DEFAULT),
         "cublasGemmStridedBatchedEx")
 
 

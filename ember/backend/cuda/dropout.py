@@ -10,13 +10,11 @@ counter shift from the capture's device array, so each replay draws a fresh mask
 
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 
 from ..numpy import dropout as reference
 from ..numpy.attention import keep_scale
-from . import attention, casts
+from . import attention
 from . import random as cuda_random
 
 _KERNEL = r"""
@@ -52,28 +50,12 @@ extern "C" __global__ void ember_dropout(const S* __restrict__ x, S* __restrict_
 
 def source(dtype_name: str) -> str:
     """The CUDA source of the kernel for x stored as ``dtype_name`` (float32, bfloat16, float16)."""
-    ctype, convert = attention._STORAGE[dtype_name]
-    return (f"typedef {ctype} S;\n{casts._CONVERT}{convert}" + cuda_random._WORDS_FN + cuda_random._UNIT_FN
-            + _KERNEL)
-
-
-_kernels: dict = {}
+    return attention.typed_prefix(dtype_name) + _KERNEL
 
 
 def _get(dtype_name: str):
-    got = _kernels.get(dtype_name, False)
-    if got is not False:
-        return got
-    got = None
-    if dtype_name in attention._STORAGE:
-        try:
-            import cupy
-            got = cupy.RawModule(code=source(dtype_name), options=("-std=c++17",)).get_function("ember_dropout")
-        except Exception as e:  # noqa: BLE001 - the reference code covers every case
-            warnings.warn(f"ember's CUDA dropout kernel ({dtype_name}) could not be built, using the slower path: "
-                          f"{e}", RuntimeWarning, stacklevel=3)
-    _kernels[dtype_name] = got
-    return got
+    got = attention.typed_functions("dropout", dtype_name, source, ("ember_dropout",))
+    return None if got is None else got[0]
 
 
 def build(xp) -> dict:
