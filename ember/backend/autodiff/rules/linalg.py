@@ -30,16 +30,31 @@ def _matmul(F, g, s, n):
         g2 = g
     # skip the product for an input that needs no gradient (e.g. the data in x @ w)
     ga = F.reshape(F.sum_to(F.matmul(g2, _mT(F, b2)), F.shape(a2)), sa) if n.edges[0] is not None else None
+    # b stored column by column (a transposed view: attention's kᵀ, linear's w.mT) gets its gradient as
+    # the transpose of gᵀ a, in b's own layout: the transpose back to k (or w) is then contiguous
+    by_cols = n.edges[1] is not None and _column_major(F, b2)
     if n.edges[1] is None:
         gb = None
     elif len(sb) == 2 and len(sa) > 2:
         # a weight shared by a batch of rows (x @ w): one GEMM over every row, (K, rows) @ (rows, N),
         # not a product per batch entry summed afterwards
         rows = F.numel(sa[:-1])
-        gb = F.matmul(_mT(F, F.reshape(a, (rows, sa[-1]))), F.reshape(g, (rows, sb[1])))
+        a_rows, g_rows = F.reshape(a, (rows, sa[-1])), F.reshape(g, (rows, sb[1]))
+        gb = _mT(F, F.matmul(_mT(F, g_rows), a_rows)) if by_cols else F.matmul(_mT(F, a_rows), g_rows)
+    elif by_cols and F.shape(b2)[:-2] == F.shape(g2)[:-2] and F.shape(a2)[:-2] == F.shape(g2)[:-2]:
+        gb = F.reshape(_mT(F, F.matmul(_mT(F, g2), a2)), sb)
     else:
         gb = F.reshape(F.sum_to(F.matmul(_mT(F, a2), g2), F.shape(b2)), sb)
     return (ga, gb)
+
+
+def _column_major(F, h) -> bool:
+    """Whether h's matrices are stored column by column (unit stride down a column, not along a row)."""
+    shape = F.shape(h)
+    if len(shape) < 2 or shape[-1] < 2 or shape[-2] < 2:
+        return False
+    strides = F.b.strides(h)
+    return strides[-2] == 1 and strides[-1] != 1
 
 
 @rule("inv", save=("o0",))
