@@ -184,11 +184,13 @@ def test_gelu_backward_matches_torch(dtype, approximate):
     np.testing.assert_allclose(np.asarray(got, np.float64), xt.grad.numpy(), rtol=tol, atol=tol)
 
 
+@pytest.mark.parametrize("count_on_device", [False, True])
 @pytest.mark.parametrize("kw", [{}, {"weight_decay": 0.1}, {"weight_decay": 0.05, "decoupled": True},
                                 {"betas": (0.3, 0.8)}])
-def test_adam_step_op_matches_torch(kw):
+def test_adam_step_op_matches_torch(kw, count_on_device):
     """The one-op Adam update (adam_step_, used by optim.Adam/AdamW where a backend has it) on the CUDA
-    code, three steps against torch.optim.Adam/AdamW."""
+    code, three steps against torch.optim.Adam/AdamW; with the count as a one-element tensor (what a
+    captured step passes, ignoring the ``step`` attribute) or as the attribute."""
     torch = pytest.importorskip("torch")
     b = Cuda._with_array_module(np)
     rng = np.random.default_rng(5)
@@ -199,8 +201,10 @@ def test_adam_step_op_matches_torch(kw):
     betas, wd = kw.get("betas", (0.9, 0.999)), kw.get("weight_decay", 0.0)
     p, m, v = p0.copy(), np.zeros_like(p0), np.zeros_like(p0)
     for t, g in enumerate(grads, 1):
-        out = b.run("adam_step_", (p, g, m, v), {"lr": 0.01, "beta1": betas[0], "beta2": betas[1], "eps": 1e-8,
-                                                 "weight_decay": wd, "decoupled": decoupled, "step": float(t)})
+        count = (np.array([t], np.float32),) if count_on_device else ()
+        out = b.run("adam_step_", (p, g, m, v) + count,
+                    {"lr": 0.01, "beta1": betas[0], "beta2": betas[1], "eps": 1e-8, "weight_decay": wd,
+                     "decoupled": decoupled, "step": 99.0 if count_on_device else float(t)})
         assert out is p
     tp = torch.tensor(p0, requires_grad=True)
     opt = (torch.optim.AdamW if decoupled else torch.optim.Adam)([tp], lr=0.01, betas=betas, weight_decay=wd)

@@ -19,9 +19,10 @@ OPS: dict[str, str] = {
     "gather_backward": "(grad, index) shape, dim -> zeros of shape (grad's dtype) with grad added at index along "
                        "dim: gather's input gradient (cross-entropy's over a vocabulary) without a copy of the "
                        "zeros; first-order only",
-    "adam_step_": "(param, grad, exp_avg, exp_avg_sq) lr, beta1, beta2, eps, weight_decay, decoupled, step -> "
-                  "one Adam (AdamW when decoupled) update of param, exp_avg and exp_avg_sq in place, as "
-                  "optim.Adam's loop computes it (step: the bias-correction count, already incremented); "
+    "adam_step_": "(param, grad, exp_avg, exp_avg_sq, step?) lr, beta1, beta2, eps, weight_decay, decoupled, step "
+                  "-> one Adam (AdamW when decoupled) update of param, exp_avg and exp_avg_sq in place, as "
+                  "optim.Adam's loop computes it (step: the bias-correction count, already incremented; a "
+                  "one-element step tensor, when given, is read on the device instead: captured steps); "
                   "float tensors of one shape and dtype; returns param",
     "running_update_": "(stat, new) momentum, scale -> stat = (1 - momentum) * stat + momentum * scale * new "
                        "written into stat (batch norm's running statistics); new has stat's number of elements "

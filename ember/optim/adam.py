@@ -67,7 +67,11 @@ class Adam(Optimizer):
                 captured = capturing()
                 for p, g in grads_of(group):
                     state = self._init_state(p, amsgrad)
-                    if captured:
+                    if captured:  # the count stays on the device: replays compute the replayed step's
+                        st = state["step"]
+                        st.add_(1)
+                        if not amsgrad and _fused_step(p, g, state, lr, wd, eps, beta1, beta2, decoupled, 0.0, st):
+                            continue
                         self._captured_update(p, g, state, lr, wd, eps, beta1, beta2, amsgrad, decoupled)
                         continue
                     t = step_count(state, p.device)
@@ -99,10 +103,9 @@ class Adam(Optimizer):
 
     @staticmethod
     def _captured_update(p, g, state, lr, wd, eps, beta1, beta2, amsgrad, decoupled) -> None:
-        """The update with the step count kept in its tensor: ``t`` and the bias corrections are tensors,
-        so a replay of the recorded work computes them for the replayed step."""
+        """The update with the step count kept in its tensor (already incremented): ``t`` and the bias
+        corrections are tensors, so a replay of the recorded work computes them for the replayed step."""
         st = state["step"]
-        st.add_(1)
         m, v = Adam._moments(p, g, state, lr, wd, beta1, beta2, amsgrad, decoupled)
         t = st.to(p.dtype)
         step_size = (1 - beta1 ** t).reciprocal().mul_(lr)
@@ -110,16 +113,18 @@ class Adam(Optimizer):
         p.sub_(m / denom * step_size)
 
 
-def _fused_step(p, g, state, lr, wd, eps, beta1, beta2, decoupled, t) -> bool:
+def _fused_step(p, g, state, lr, wd, eps, beta1, beta2, decoupled, t, step=None) -> bool:
     """The update as one backend op where the backend has ``adam_step_`` (CUDA: one kernel instead of
     about ten ops a parameter), for a parameter, gradient and moments of one dtype and shape; False
-    sends the caller to the op-by-op update (same formulas, same order)."""
+    sends the caller to the op-by-op update (same formulas, same order). ``step``: the count as a tensor
+    on the parameter's device (captured steps), read there instead of ``t``."""
     be = p._device.backend
     m, v = state["exp_avg"], state["exp_avg_sq"]
     if not be.supports("adam_step_") or not (p._dtype is g._dtype is m._dtype is v._dtype) \
-            or not (p._shape == g._shape == m._shape == v._shape) or not p._dtype.is_floating_point:
+            or not (p._shape == g._shape == m._shape == v._shape) or not p._dtype.is_floating_point \
+            or (step is not None and (step._device is not p._device or step.numel() != 1)):
         return False
-    be.run("adam_step_", (p._h, g._h, m._h, v._h),
+    be.run("adam_step_", (p._h, g._h, m._h, v._h) + (() if step is None else (step._h,)),
            {"lr": float(lr), "beta1": float(beta1), "beta2": float(beta2), "eps": float(eps),
             "weight_decay": float(wd), "decoupled": bool(decoupled), "step": float(t)})
     return True

@@ -464,7 +464,12 @@ _ADAM = ("T g, float64 lr, float64 b1, float64 b2, float64 eps, float64 wd, bool
          " ACC denom = sqrt(vv) / (ACC)sqrt_bc2 + (ACC)eps;"
          " p = (T)(pp - (ACC)(lr / bc1) * (mm / denom)); m = (T)mm; v = (T)vv;", "ember_adam_step")
 
-_SPECS = {**_SCALAR, "adam_step": _ADAM, "col2im2d": _COL2IM_2D, "maxpool2d": _MAXPOOL_2D,
+# the same step with the bias-correction count read from a device tensor (a CUDA graph replays it for each step)
+_ADAM_T = ("T g, raw float32 st, float64 lr, float64 b1, float64 b2, float64 eps, float64 wd, bool decoupled",
+           _ADAM[1], "double t_ = (double)st[0]; double bc1 = 1.0 - pow(b1, t_);"
+                     " double sqrt_bc2 = sqrt(1.0 - pow(b2, t_)); " + _ADAM[2], "ember_adam_step_t")
+
+_SPECS = {**_SCALAR, "adam_step": _ADAM, "adam_step_t": _ADAM_T, "col2im2d": _COL2IM_2D, "maxpool2d": _MAXPOOL_2D,
           "maxpool_backward": _MAXPOOL_BWD,
           "relu_backward": _RELU_BWD, "running_update": _RUNNING, "sigmoid": _SIGMOID,
           "gelu_tanh": _GELU_TANH, "gelu_erf": _GELU_ERF, "gelu_tanh_backward": _GELU_TANH_BWD,

@@ -19,19 +19,33 @@ from ._util import LOW
 def build(xp) -> dict:
     gpu = xp is not np
 
-    def _adam_step_(p, g, m, v, lr, beta1, beta2, eps, weight_decay, decoupled, step):
+    def _adam_step_(p, g, m, v, *step_t, lr, beta1, beta2, eps, weight_decay, decoupled, step):
         if not (p.shape == g.shape == m.shape == v.shape and p.dtype == g.dtype == m.dtype == v.dtype):
             raise ValueError(f"adam_step_: param, grad and moments must share shape and dtype, got "
                              f"{[(a.shape, str(a.dtype)) for a in (p, g, m, v)]}")
-        bc1 = 1.0 - beta1 ** step
-        sqrt_bc2 = math.sqrt(1.0 - beta2 ** step)
+        st = step_t[0] if step_t else None
+        if st is None:
+            bc1 = 1.0 - beta1 ** step
+            sqrt_bc2 = math.sqrt(1.0 - beta2 ** step)
+        else:  # the count on the device (a captured step): 0-d arrays, no read back
+            t64 = st.reshape(()).astype(np.float64)
+            bc1 = 1.0 - beta1 ** t64
+            sqrt_bc2 = xp.sqrt(1.0 - beta2 ** t64)
         if gpu and (p.dtype in (np.float32, np.float64) or p.dtype in LOW) and all(
                 a.flags.c_contiguous for a in (p, g, m, v)):
-            done = kernels.try_elementwise("adam_step", g, lr, beta1, beta2, eps, weight_decay, bool(decoupled),
-                                           bc1, sqrt_bc2, p, m, v, acc="double" if p.dtype == np.float64 else "float")
+            acc = "double" if p.dtype == np.float64 else "float"
+            if st is None:
+                done = kernels.try_elementwise("adam_step", g, lr, beta1, beta2, eps, weight_decay, bool(decoupled),
+                                               bc1, sqrt_bc2, p, m, v, acc=acc)
+            else:
+                done = kernels.try_elementwise("adam_step_t", g, st.reshape(1).astype(np.float32, copy=False), lr,
+                                               beta1, beta2, eps, weight_decay, bool(decoupled), p, m, v, acc=acc)
             if done is not None:  # the kernel's outputs: p, m and v, updated in place
                 return p
         t = p.dtype.type
+
+        def num(x):  # a Python float or a 0-d array of the count's math, in p's dtype
+            return t(x) if isinstance(x, float) else x.astype(p.dtype)
         if weight_decay != 0:
             if decoupled:
                 p *= t(1 - lr * weight_decay)
@@ -41,8 +55,8 @@ def build(xp) -> dict:
         m[...] = m + t(w) * (g - m) if w < 0.5 else g - (g - m) * t(1 - w)
         v *= t(beta2)
         v += g * g * t(1 - beta2)
-        denom = xp.sqrt(v) / t(sqrt_bc2) + t(eps)
-        p -= t(lr / bc1) * (m / denom)
+        denom = xp.sqrt(v) / num(sqrt_bc2) + t(eps)
+        p -= num(lr / bc1) * (m / denom)
         return p
 
     return {"adam_step_": _adam_step_}
