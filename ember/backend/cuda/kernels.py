@@ -464,10 +464,18 @@ _ADAM = ("T g, float64 lr, float64 b1, float64 b2, float64 eps, float64 wd, bool
          " ACC denom = sqrt(vv) / (ACC)sqrt_bc2 + (ACC)eps;"
          " p = (T)(pp - (ACC)(lr / bc1) * (mm / denom)); m = (T)mm; v = (T)vv;", "ember_adam_step")
 
-# the same step with the bias-correction count read from a device tensor (a CUDA graph replays it for each step)
-_ADAM_T = ("T g, raw float32 st, float64 lr, float64 b1, float64 b2, float64 eps, float64 wd, bool decoupled",
-           _ADAM[1], "double t_ = (double)st[0]; double bc1 = 1.0 - pow(b1, t_);"
-                     " double sqrt_bc2 = sqrt(1.0 - pow(b2, t_)); " + _ADAM[2], "ember_adam_step_t")
+# the same step with the bias-correction count read from a device tensor (a CUDA graph replays it for each
+# step): 1 - beta^t as -expm1(t ln beta) in ACC (accurate where 1 - beta^t cancels, and cheap: a double pow per
+# element cost more than the rest of the update); ln beta comes from the host
+_ADAM_T = ("T g, raw float32 st, float64 lr, float64 lnb1, float64 lnb2, float64 b1, float64 b2, float64 eps, "
+           "float64 wd, bool decoupled", "T p, T m, T v",
+           "ACC t_ = (ACC)st[0]; ACC bc1 = -expm1(t_ * (ACC)lnb1); ACC sbc2 = sqrt(-expm1(t_ * (ACC)lnb2));"
+           " ACC gg = (ACC)g; ACC pp = (ACC)p;"
+           " if (wd != 0.0) { if (decoupled) pp = pp * (ACC)(1.0 - lr * wd); else gg = gg + pp * (ACC)wd; }"
+           " ACC mm = (1.0 - b1 < 0.5) ? (ACC)m + (ACC)(1.0 - b1) * (gg - (ACC)m) : gg - (gg - (ACC)m) * (ACC)b1;"
+           " ACC vv = (ACC)v * (ACC)b2 + gg * gg * (ACC)(1.0 - b2);"
+           " ACC denom = sqrt(vv) / sbc2 + (ACC)eps;"
+           " p = (T)(pp - ((ACC)lr / bc1) * (mm / denom)); m = (T)mm; v = (T)vv;", "ember_adam_step_t")
 
 _SPECS = {**_SCALAR, "adam_step": _ADAM, "adam_step_t": _ADAM_T, "col2im2d": _COL2IM_2D, "maxpool2d": _MAXPOOL_2D,
           "maxpool_backward": _MAXPOOL_BWD,

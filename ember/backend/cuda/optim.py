@@ -16,6 +16,11 @@ from . import kernels
 from ._util import LOW
 
 
+def _ln(beta: float) -> float:
+    """ln beta for the kernel's 1 - beta^t = -expm1(t ln beta); beta = 0 (allowed) gives -inf, so 1 - 0^t = 1."""
+    return math.log(beta) if beta > 0 else -math.inf
+
+
 def build(xp) -> dict:
     gpu = xp is not np
 
@@ -39,7 +44,8 @@ def build(xp) -> dict:
                                                bc1, sqrt_bc2, p, m, v, acc=acc)
             else:
                 done = kernels.try_elementwise("adam_step_t", g, st.reshape(1).astype(np.float32, copy=False), lr,
-                                               beta1, beta2, eps, weight_decay, bool(decoupled), p, m, v, acc=acc)
+                                               _ln(beta1), _ln(beta2), beta1, beta2, eps, weight_decay,
+                                               bool(decoupled), p, m, v, acc=acc)
             if done is not None:  # the kernel's outputs: p, m and v, updated in place
                 return p
         t = p.dtype.type
