@@ -22,6 +22,7 @@ import contextlib
 import numpy as np
 
 from ..._errors import LinAlgError
+from . import cublas
 from ._util import LOW
 from .indexing import HostPath
 
@@ -78,7 +79,6 @@ def build(xp) -> dict:
         (exact products of bfloat16 inputs) and round once."""
         try:
             if b.ndim == 2 and a.ndim >= 2 and ct.gpu and b.dtype == a.dtype:
-                from . import cublas
                 rows = a.size // a.shape[-1] if a.shape[-1] else 0
                 if cublas.needs_alignment(rows, b.shape[-1], a.shape[-1], a.dtype) and cublas.available():
                     a2 = a if a.ndim == 2 else a.reshape(-1, a.shape[-1])  # odd rows: aligned copies, cuBLAS
@@ -91,7 +91,6 @@ def build(xp) -> dict:
         except TypeError:  # a layout CuPy's bfloat16 GEMM refuses ("data type 'E' not understood")
             pass
         if ct.gpu and a.ndim >= 2 and b.ndim >= 2 and b.dtype == a.dtype:
-            from . import cublas
             if cublas.available():
                 return cublas.matmul(a, b)
         return xp.matmul(a.astype(np.float32), b.astype(np.float32)).astype(a.dtype)
