@@ -59,6 +59,21 @@ def test_view_strides_follow_numpys_reshape():
     assert checked > 200  # the views were exercised, not only the copies
 
 
+def test_which_products_run_on_padded_copies():
+    """Large 16-bit products with a dim that isn't a multiple of 8 (the LM head's vocabulary); not small ones,
+    not aligned ones, not float32 (whose kernels the odd dim doesn't slow as much)."""
+    from ml_dtypes import bfloat16
+
+    from ember.backend.cuda.cublas import needs_alignment
+    bf16 = np.dtype(bfloat16)
+    assert needs_alignment(8192, 50257, 768, bf16)            # logits = x @ wteᵀ
+    assert needs_alignment(8192, 768, 50257, np.float16)      # their input gradient
+    assert needs_alignment(50257, 768, 8192, bf16)            # the weight gradient
+    assert not needs_alignment(8192, 768, 768, bf16)
+    assert not needs_alignment(8192, 50257, 768, np.float32)
+    assert not needs_alignment(64, 33, 64, bf16)
+
+
 @gpu
 @pytest.mark.parametrize("dtype", ["float32", "float64", "bfloat16", "float16"])
 def test_cublas_products_of_every_layout(dtype):
