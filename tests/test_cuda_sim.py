@@ -452,7 +452,7 @@ def test_dropout_kernel_matches_the_reference_on_the_host(tmp_path, dtype, vec, 
 
     from ember.backend.cuda import dropout as cd
     from ember.backend.numpy import dropout as ref
-    from ember.backend.numpy.attention import keep_scale
+    from ember.backend.numpy.dropout import keep_scale
     cxx = shutil.which("g++") or shutil.which("clang++")
     if cxx is None:
         pytest.skip("no host C++ compiler")

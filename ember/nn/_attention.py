@@ -22,6 +22,7 @@ from .. import _dtype as dt
 from .._shape import broadcast_shapes
 from .._tensor import Tensor, wrap
 from ._activation import check_tensor
+from ._embedding import dropout_words
 
 __all__ = ["scaled_dot_product_attention"]
 
@@ -135,9 +136,6 @@ def _with_weights_op(q: Tensor, k: Tensor, v: Tensor, scale: float, is_causal: b
     scores = q @ k.mT
     attrs = {"scale": scale, "is_causal": is_causal, "dropout_p": dropout_p, "seed": 0, "offset": 0}
     if dropout_p > 0.0:
-        from .._random import _WORDS, _generator
-        draw = dt.float64 if scores._dtype is dt.float64 else dt.float32
-        attrs["seed"], attrs["offset"] = _generator(scores._device, None, "dropout")._reserve(
-            _WORDS["rand"](scores.numel(), draw))
+        attrs["seed"], attrs["offset"] = dropout_words(scores)
     hs = scores._device.backend.run("attention_weights", (scores._h,), attrs)
     return wrap(hs[1], scores._shape, scores._dtype, scores._device) @ v

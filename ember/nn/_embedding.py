@@ -192,19 +192,29 @@ def _check_p(p) -> float:
     return p
 
 
+def _draw_dtype(x: Tensor):
+    """The dtype of dropout's uniforms for x: float64 for float64 x, float32 otherwise."""
+    return dt.float64 if x._dtype is dt.float64 else dt.float32
+
+
 def _keep_mask(x: Tensor, shape: tuple, p: float) -> Tensor:
     """1.0 with probability 1 - p, else 0.0, in x's dtype, drawn from ember's default generator."""
     from .._random import _rand
-    u = _rand(shape, dt.float64 if x._dtype is dt.float64 else dt.float32, x._device, None)
-    return (u >= p).to(x._dtype)
+    return (_rand(shape, _draw_dtype(x), x._device, None) >= p).to(x._dtype)
+
+
+def dropout_words(x: Tensor) -> tuple[int, int]:
+    """(seed, offset) for a backend op that drops elements of x as dropout would: the generator words
+    ``_keep_mask``'s rand over x's shape would draw, reserved from x's device's default generator (the
+    ``dropout`` and ``attention_weights`` ops)."""
+    from .._random import _WORDS, _generator
+    return _generator(x._device, None, "dropout")._reserve(_WORDS["rand"](x.numel(), _draw_dtype(x)))
 
 
 def _dropout_op(x: Tensor, p: float) -> Tensor:
-    """The backend's one-pass ``dropout`` op: the numbers of the composition below (it reserves the same
-    generator words ``_keep_mask``'s rand would draw), one kernel on the GPU instead of five."""
-    from .._random import _WORDS, _generator
-    draw = dt.float64 if x._dtype is dt.float64 else dt.float32
-    seed, offset = _generator(x._device, None, "dropout")._reserve(_WORDS["rand"](x.numel(), draw))
+    """The backend's one-pass ``dropout`` op: the numbers of the composition below, one kernel on the GPU
+    instead of five."""
+    seed, offset = dropout_words(x)
     hs = x._device.backend.run("dropout", (x._h,), {"p": p, "seed": seed, "offset": offset})
     return wrap(hs[0], x._shape, x._dtype, x._device)
 

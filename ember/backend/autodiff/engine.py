@@ -200,10 +200,7 @@ def run_backward(ad, roots, grads, *, retain_graph: bool, create_graph: bool, in
             else:
                 saved = _unpack(node, create_graph)
                 rule = node.rule
-                if node.op == "slice":  # summed once all the parts of its input have arrived
-                    in_grads = (SliceGrads.of(node, gs[0]),)
-                else:
-                    in_grads = rule.backward(fb, gs if rule.multi else gs[0], saved, node)
+                in_grads = rule.backward(fb, gs if rule.multi else gs[0], saved, node)
                 if STATE.anomaly:
                     for g in in_grads:
                         if g is not None and g.__class__ is not SliceGrads and _has_nan(inner, g):

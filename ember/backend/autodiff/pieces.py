@@ -7,7 +7,9 @@ part. The engine instead collects the parts' gradients as :class:`SliceGrads` an
 when the gradient is read: parts that tile one dim (gaps filled with zeros) become one ``cat``;
 anything else (overlapping slices, slices along several dims) falls back to the sum of scatters.
 PyTorch's autograd does the same for ``unbind``/``split`` (their backward is a stack/cat); here it
-falls out of the slices themselves, so any way of cutting a tensor into parts gets it.
+falls out of the slices themselves, so any way of cutting a tensor into parts gets it. The ``slice`` rule
+returns a :class:`SliceGrads`; the engine merges them where they meet and reads the sum (``value``) before a
+rule, hook or leaf sees it.
 """
 
 from __future__ import annotations

@@ -127,9 +127,7 @@ extern "C" __global__ void ember_attention_weights(
                 S wv = sv(v);
                 weights[e] = wv;
                 if (dropped != weights) {
-                    unsigned int half = (unsigned int)(w[k / 2] >> (32 * (k % 2)));
-                    float u = (float)(half >> 8) * 5.9604644775390625e-08f;  // top 24 bits * 2^-24
-                    dropped[e] = sv(ld(wv) * (u >= p ? keep : 0.0f));
+                    dropped[e] = sv(ld(wv) * (ember_u24(w, k) >= p ? keep : 0.0f));
                 }
             }
         }
@@ -219,11 +217,7 @@ extern "C" __global__ void ember_attention_weights_warp(
             } else if (dropped != weights) {
                 unsigned long long w[4];
                 ember_philox_words(key, c0, c1, c2, (unsigned long long)(r * chunks + c), w);
-                for (int q = 0; q < 8; ++q) {
-                    unsigned int half = (unsigned int)(w[q / 2] >> (32 * (q % 2)));
-                    float u = (float)(half >> 8) * 5.9604644775390625e-08f;  // top 24 bits * 2^-24
-                    dv[q] = sv(ld(wv[q]) * (u >= p ? keep : 0.0f));
-                }
+                for (int q = 0; q < 8; ++q) dv[q] = sv(ld(wv[q]) * (ember_u24(w, q) >= p ? keep : 0.0f));
                 pack8(dropped + r * n + c * 8, dv);
             }
         }

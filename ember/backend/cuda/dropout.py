@@ -13,7 +13,6 @@ from __future__ import annotations
 import numpy as np
 
 from ..numpy import dropout as reference
-from ..numpy.attention import keep_scale
 from . import attention
 from . import random as cuda_random
 
@@ -36,9 +35,7 @@ extern "C" __global__ void ember_dropout(const S* __restrict__ x, S* __restrict_
     for (int q = 0; q < 8; ++q) {
         unsigned long long e = c * 8 + q;
         if (!whole && e >= n) break;
-        unsigned int half = (unsigned int)(w[q / 2] >> (32 * (q % 2)));
-        float u = (float)(half >> 8) * 5.9604644775390625e-08f;  // top 24 bits * 2^-24: rand's float32
-        bool kept = u >= p;
+        bool kept = ember_u24(w, q) >= p;
         m[q] = kept ? ks : zero;
         o[q] = sv((whole ? f[q] : ld(x[e])) * (kept ? kf : 0.0f));
         if (!whole) { out[e] = o[q]; mask[e] = m[q]; }
@@ -74,7 +71,7 @@ def build(xp) -> dict:
         n = x.size
         vec = all(a.data.ptr % 16 == 0 for a in (x, out, mask))
         kern((((n + 7) // 8 + 255) // 256,), (256,), (
-            x, out, mask, np.uint64(n), np.float32(p), np.float32(keep_scale(x.dtype, p)), np.int32(vec),
+            x, out, mask, np.uint64(n), np.float32(p), np.float32(reference.keep_scale(x.dtype, p)), np.int32(vec),
             np.uint64(seed & cuda_random._MASK64), *cuda_random.kernel_counter(offset),
             np.uint64(0) if st is None else st))
         return out, mask

@@ -74,6 +74,12 @@ __device__ void ember_words_block(unsigned long long key, unsigned long long c0,
 """
 
 _UNIT_FN = r"""
+// uniform q (0..7) of a Philox block as rand's float32 ones: the top 24 bits of half q % 2 (low first) of
+// word q / 2, times 2^-24 (the row kernels that drop elements draw dropout's numbers with it)
+__device__ inline float ember_u24(const unsigned long long* w, int q) {
+    unsigned int half = (unsigned int)(w[q / 2] >> (32 * (q % 2)));
+    return (float)(half >> 8) * 5.9604644775390625e-08f;
+}
 // n uniforms in [0, 1) with m significant bits (m <= 24) as float32, straight from the words: uniform i is
 // the 32-bit half i % 2 (low first) of word i / 2, its top m bits times 2^-m (the words path's mapping)
 __device__ void ember_unit32_block(unsigned long long key, unsigned long long c0, unsigned long long c1,

@@ -36,7 +36,7 @@ from .composites import COVERED
 from .graph import FH, Buf, N, load
 from .ops import ELEMENTWISE, REDUCTIONS, VIEWS
 from .recording import _SCALARS, Recorder, contiguous_strides
-from .target import CpuTarget, target_for
+from .target import target_for
 
 _DEBUG = os.environ.get("EMBER_DEBUG", "") not in ("", "0")
 _STATE = {"enabled": os.environ.get("EMBER_FUSION", "1") not in ("0", "off", "false")}
@@ -77,7 +77,7 @@ class Fusion(Recorder):
         self.name = f"fusion({inner.name})"
         self.device_type = inner.device_type
         self.target = target_for(getattr(inner, "cube_device", "cpu"), inner)
-        self._cpu = isinstance(self.target, CpuTarget)
+        self._composed = getattr(self.target, "composed", frozenset())  # optional ops left to the frontend
         self._types = self.target.types  # cube types the target fuses (None: every fusible one)
         self._unfused = getattr(self.target, "unfused", frozenset())  # ops the target computes differently
         self._pending: list = []  # weakrefs to pending handles recorded since the last flush
@@ -328,13 +328,9 @@ class Fusion(Recorder):
 
     def supports(self, op: str) -> bool:
         # composites stay whole at this level (Autodiff records their own gradient rules, as on the
-        # unfused stack); composites.py computes the covered ones from fusible primitives. On the CPU,
-        # dropout's composition fuses (rand, then the mask and the product inside the neighbouring kernels)
-        # where the one-pass op would end the fused group: 2x slower; on a GPU the op's one kernel (no
-        # float32 uniforms written and read back) is the faster
-        if op == "dropout" and self._cpu:
-            return False
-        return self.inner.supports(op)
+        # unfused stack); composites.py computes the covered ones from fusible primitives; the target names
+        # the optional ops whose composition fuses better than the op runs (target.composed)
+        return op not in self._composed and self.inner.supports(op)
 
     def write(self, array):
         tape = self._tape

@@ -18,7 +18,10 @@ What a target tells the kernel generators (codegen.py, rowgen.py):
 * ``vec4``: whether contiguous float32 elementwise kernels load and store 4 elements at a time;
 * ``unfused``: elementwise ops whose math on the target differs from the inner backend's at the
   extremes (they run on the inner backend);
-* ``max_arrays``: the most arrays one kernel may bind (None: no limit; WebGPU's storage buffers).
+* ``max_arrays``: the most arrays one kernel may bind (None: no limit; WebGPU's storage buffers);
+* ``composed``: optional ops the frontend should compose on this target although the inner backend has
+  them, because the composition fuses with its neighbours and the op would end the fused group (the CPU:
+  dropout, whose one-pass op is a GPU kernel's gain).
 """
 
 from __future__ import annotations
@@ -42,6 +45,7 @@ class CpuTarget:
     vec4 = False
     unfused = frozenset()
     max_arrays = None
+    composed = frozenset({"dropout"})
     POOL_MIN = 1 << 20  # bytes: smaller outputs come from numpy's allocator
     POOL_CAP = 1 << 30  # bytes of large buffers kept for reuse
 

@@ -20,14 +20,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from .dropout import dropped_of, keep_scale
 from .random import _uniform
 
 __all__ = ["attention_weights", "attention_weights_backward", "weights_of", "backward_of", "keep_scale"]
-
-
-def keep_scale(dtype, p: float) -> float:
-    """1 / (1 - p) rounded to ``dtype``, as dropout multiplies by it (``keep * (1 / (1 - p))`` in x's dtype)."""
-    return float(np.dtype(dtype).type(1.0 / (1.0 - p)))
 
 
 def _work(dtype):
@@ -54,10 +50,7 @@ def weights_of(xp, scores, scale: float, is_causal: bool, dropout_p: float, unif
     w = (e / xp.where(den == 0, work.type(1), den)).astype(dtype)
     if dropout_p == 0.0:
         return w, w
-    u = uniform(w.size, np.float64 if dtype == np.float64 else np.float32).reshape(w.shape)
-    ks = np.dtype(dtype).type(keep_scale(dtype, dropout_p))
-    factor = xp.where(u >= dropout_p, ks, np.dtype(dtype).type(0))
-    return w, (w * factor).astype(dtype, copy=False)
+    return w, dropped_of(xp, w, dropout_p, uniform)[0]  # dropout's numbers: the same mask as F.dropout
 
 
 def backward_of(xp, w, d, g, scale: float, dropout_p: float):

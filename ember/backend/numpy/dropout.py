@@ -17,10 +17,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from .attention import keep_scale
 from .random import _uniform
 
-__all__ = ["dropout", "dropped_of"]
+__all__ = ["dropout", "dropped_of", "keep_scale"]
+
+
+def keep_scale(dtype, p: float) -> float:
+    """1 / (1 - p) rounded to ``dtype``, as dropout multiplies by it (``keep * (1 / (1 - p))`` in x's dtype)."""
+    return float(np.dtype(dtype).type(1.0 / (1.0 - p)))
 
 
 def dropped_of(xp, x, p: float, uniform):

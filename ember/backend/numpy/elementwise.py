@@ -173,23 +173,17 @@ def _u(ufunc):
 
 
 def _b(ufunc):
-    """The binary counterpart of :func:`_u`."""
-    def run(x, y):
-        return ufunc(x, y, out=...)
-    run.__name__ = ufunc.__name__
-    return run
-
-
-def _arith(ufunc):
-    """:func:`_b` for + - * /: a 16-bit float array with a Python number keeps its dtype. ml_dtypes before 0.7
-    answers float32 there (``bfloat16_array * 1.5``), which would leave float32 data behind a bfloat16
-    tensor; the float32 result rounds once, as PyTorch computes a 16-bit tensor with a scalar."""
+    """The binary counterpart of :func:`_u`. A 16-bit float array with a Python number keeps its dtype:
+    ml_dtypes before 0.7 answers float32 there (``bfloat16_array * 1.5``), which would leave float32 data
+    behind a bfloat16 tensor; the float32 result rounds once, as PyTorch computes a 16-bit tensor with a
+    scalar (comparisons answer bool, which stays)."""
     def run(x, y):
         r = ufunc(x, y, out=...)
-        if y.__class__ in _PY_SCALARS and x.dtype in LOW_PRECISION and r.dtype != x.dtype:
-            return r.astype(x.dtype)
-        if x.__class__ in _PY_SCALARS and y.dtype in LOW_PRECISION and r.dtype != y.dtype:
-            return r.astype(y.dtype)
+        if r.dtype.kind == "f" and r.itemsize == 4:
+            if y.__class__ in _PY_SCALARS and x.dtype in LOW_PRECISION:
+                return r.astype(x.dtype)
+            if x.__class__ in _PY_SCALARS and y.dtype in LOW_PRECISION:
+                return r.astype(y.dtype)
         return r
     run.__name__ = ufunc.__name__
     return run
@@ -214,7 +208,7 @@ OPS.update({
     "floor": _u(np.floor), "ceil": _u(np.ceil), "trunc": _u(np.trunc), "round": _u(np.rint),
     "isnan": _u(np.isnan), "isinf": _u(np.isinf), "isfinite": _u(np.isfinite), "signbit": _u(np.signbit),
     "logical_not": _u(np.logical_not), "bitwise_not": _u(np.invert),
-    "add": _arith(np.add), "sub": _arith(np.subtract), "mul": _arith(np.multiply), "div": _arith(np.true_divide),
+    "add": _b(np.add), "sub": _b(np.subtract), "mul": _b(np.multiply), "div": _b(np.true_divide),
     "floor_divide": _floor_divide, "remainder": _remainder, "fmod": _fmod, "pow": _pow,
     "maximum": _b(np.maximum), "minimum": _b(np.minimum), "fmax": _b(np.fmax), "fmin": _b(np.fmin),
     "atan2": upcast(_b(np.arctan2)), "hypot": upcast(_b(np.hypot)), "copysign": _b(np.copysign),
