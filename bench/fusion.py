@@ -1,4 +1,5 @@
-"""Fusion against the unfused numpy backend, PyTorch eager and torch.compile, in one run.
+"""Fusion (the default stacks and the ``:fused`` devices) against the unfused numpy backend, PyTorch eager
+and torch.compile, in one run.
 
     python bench/fusion.py [--quick] [--markdown]
 
@@ -16,9 +17,11 @@ CPU section (always):
 GPU section (``gpu``): runs when ``ember.device("cuda")`` exists (the issue's GPU workloads: the chain
 on 256M float32, softmax and layer_norm on (32768, 4096), in GB/s, ten calls per timed sample), and
 says why not otherwise. ``gpt2``: the GPT-2 124M training step (batch 8 x 1024 tokens, bf16 autocast,
-AdamW, dropout 0.1) in ms, and each column's first step (its cold start); there ``compiled`` is
-ember.compile of the cuda:fused step, ``graph`` ember.compile of the unfused cuda step (a CUDA graph of
-its kernels), ``ember`` the eager cuda step. torch.compile may be
+AdamW, dropout 0.1) in ms, and each column's first step (its cold start); there ``ember`` is the eager
+step on ``cuda`` (the unfused stack, or Fusion with its cost model under EMBER_DEFAULT_FUSION=1, which
+adds an ``unfused`` column for cuda:unfused), ``compiled`` ember.compile of the cuda:fused step,
+``fused`` the eager cuda:fused step and ``graph`` ember.compile of the unfused step (a CUDA graph of its
+kernels); BENCH_GPT2_COLUMNS=ember,unfused,... picks columns. torch.compile may be
 unavailable or fail on a machine: its column then says n/a.
 """
 
@@ -60,13 +63,21 @@ def chain_torch(x):
     return (torch.tanh(x * 1.5 + 0.5) * torch.sigmoid(x) + x * x) * 0.5
 
 
+def _cpu_columns() -> list:
+    """(device, column) of the CPU sections: cpu:fused, the fused default stack when EMBER_DEFAULT_FUSION=1
+    makes "cpu" one, and the numpy stack."""
+    from ember import _device
+    return [("cpu:fused", "fused")] + ([("cpu", "default")] if _device.FUSED_DEFAULTS else []) + \
+        [("cpu:numpy", "numpy")]
+
+
 def bench_chain(n: int, repeats: int) -> None:
     x0 = np.random.default_rng(0).standard_normal(n).astype(np.float32)
     gb = 8 * n / 1e9
     figs = {}
-    for dev in ("cpu:fused", "cpu"):
+    for dev, key in _cpu_columns():
         x = ember.tensor(x0, device=dev)
-        figs["fused" if dev == "cpu:fused" else "numpy"] = gb / median_time(
+        figs[key] = gb / median_time(
             lambda x=x: chain_ember(x).numpy(), repeats=repeats)
     xt = torch.from_numpy(x0)
     figs["torch"] = gb / median_time(lambda: chain_torch(xt), repeats=repeats)
@@ -152,7 +163,8 @@ def bench_mlp(batch: int, repeats: int) -> None:
     figs = {}
     figs["fused"] = 1 / median_time(_mlp_ember("cpu:fused", batch), inner=10, repeats=repeats, warmup=3)
     figs["compiled"] = 1 / median_time(_mlp_ember_compiled(batch), inner=10, repeats=repeats, warmup=3)
-    figs["numpy"] = 1 / median_time(_mlp_ember("cpu", batch), inner=10, repeats=repeats, warmup=3)
+    for dev, key in _cpu_columns()[1:]:
+        figs[key] = 1 / median_time(_mlp_ember(dev, batch), inner=10, repeats=repeats, warmup=3)
     figs["torch"] = 1 / median_time(_mlp_torch(batch, False), inner=10, repeats=repeats, warmup=3)
     figs["compile"] = None
     try:
@@ -169,7 +181,7 @@ def bench_mlp_interleaved(batch: int, repeats: int) -> None:
     jobs this exposes every column to the same load, which one column after another does not."""
     import statistics
     steps = {"fused": _mlp_ember("cpu:fused", batch), "compiled": _mlp_ember_compiled(batch),
-             "numpy": _mlp_ember("cpu", batch), "torch": _mlp_torch(batch, False)}
+             **{key: _mlp_ember(dev, batch) for dev, key in _cpu_columns()[1:]}, "torch": _mlp_torch(batch, False)}
     try:
         steps["compile"] = _mlp_torch(batch, True)
         steps["compile"]()
@@ -186,8 +198,8 @@ def bench_mlp_interleaved(batch: int, repeats: int) -> None:
             for _ in range(10):
                 fn()
             times[k].append((time.perf_counter() - t0) / 10)
-    figs = {k: (1 / statistics.median(times[k]) if k in times else None) for k in ("fused", "compiled", "numpy",
-                                                                                  "torch", "compile")}
+    figs = {k: (1 / statistics.median(times[k]) if k in times else None)
+            for k in ("fused", "compiled", "default", "numpy", "torch", "compile")}
     row(f"MLP 784-512-512-10 step, batch {batch} (interleaved)", "steps/s", **figs)
 
 
@@ -197,7 +209,7 @@ def bench_cnn(batch: int, repeats: int) -> None:
     x0 = rng.standard_normal((batch, 1, 28, 28)).astype(np.float32)
     y0 = rng.integers(0, 10, batch)
     figs = {}
-    for dev, key in (("cpu:fused", "fused"), ("cpu", "numpy")):
+    for dev, key in _cpu_columns():
         ember.manual_seed(0)
         model = mnist.MnistCNN().to(dev)
         model.train()
@@ -247,11 +259,11 @@ def bench_cold_start() -> None:
 
 
 def _fusion_layer(device: str):
-    """The Fusion layer of a fused device's stack (its ``flush`` runs what is pending)."""
+    """The Fusion layer of a device's stack (its ``flush`` runs what is pending), or None."""
     from ember.backend.fusion import Fusion
     be = ember.device(device).backend
-    while not isinstance(be, Fusion):
-        be = be.inner
+    while be is not None and not isinstance(be, Fusion):
+        be = getattr(be, "inner", None)
     return be
 
 
@@ -271,52 +283,48 @@ INNER = 10  # GPU calls per timed sample
 
 def bench_gpu(repeats: int) -> None:
     """The issue's GPU workloads: the chain on 256M float32, softmax and layer_norm on (32768, 4096),
-    for cuda:fused, ember's eager cuda, PyTorch eager and torch.compile, in GB/s (one read and one
+    for cuda:fused (``fused``), the ``cuda`` stack (``ember``; with EMBER_DEFAULT_FUSION=1 that is Fusion
+    with its cost model, and cuda:unfused gets a column), PyTorch eager and torch.compile, in GB/s (one read and one
     write of every element). Throughput: each sample is INNER calls issued back to back, then a
-    device-wide synchronize (for cuda:fused after forcing each call's flush, see _flushed), as a
+    device-wide synchronize (for the Fusion stacks after forcing each call's flush, see _flushed), as a
     training loop issues work; every column is timed the same way."""
     try:
-        dev = ember.device("cuda")
+        ember.device("cuda")
     except Exception as e:  # noqa: BLE001
         print(f"# GPU section skipped: no ember CUDA device here ({type(e).__name__}: {str(e)[:100]})")
         return
     if not torch.cuda.is_available():
         print("# GPU section skipped: PyTorch has no CUDA here")
         return
-    try:
-        from ember import _device
-        from ember.backend import fusion
-        if "cuda:fused" not in _device._LAZY:  # an install whose device table doesn't name it yet
-            ember.register_device("cuda:fused", fusion.make_cuda_stack)
-        fused = ember.device("cuda:fused")
-        layer = _fusion_layer("cuda:fused")
-    except Exception as e:  # noqa: BLE001
-        print(f"# cuda:fused unavailable ({type(e).__name__}: {str(e)[:200]}): its column says n/a")
-        fused = layer = None
-    print(f"# GPU: {torch.cuda.get_device_name()} (ember device {dev}, fused {fused})")
+    print(f"# GPU: {torch.cuda.get_device_name()}")
     import ember.cuda as ecuda
 
     def esync():
         ecuda.synchronize()
 
     tsync = torch.cuda.synchronize
+    from ember import _device
+    columns = {"fused": "cuda:fused", "ember": "cuda"}
+    if _device.FUSED_DEFAULTS:  # "cuda" is the fused default: the unfused stack gets its own column
+        columns["unfused"] = "cuda:unfused"
 
-    def figures(fe, ft, xe, xf, xt, gb) -> dict:
+    def figures(fe, ft, make, xt, gb) -> dict:
         figs = {}
-        if layer is not None:
+        for key, device in columns.items():
             try:
-                run = _flushed(fe, layer)
+                x = make(device)
+                layer = _fusion_layer(device)
+                run = fe if layer is None else _flushed(fe, layer)
                 t0 = time.perf_counter()
-                run(xf)
+                run(x)
                 esync()
-                print(f"#   cuda:fused first call (generation + NVRTC compile): {time.perf_counter() - t0:.2f} s")
-                figs["fused"] = gb / median_time(lambda: run(xf), inner=INNER, repeats=repeats, sync=esync)
+                if key == "fused":
+                    print(f"#   cuda:fused first call (generation + NVRTC compile): {time.perf_counter() - t0:.2f} s")
+                figs[key] = gb / median_time(lambda run=run, x=x: run(x), inner=INNER, repeats=repeats, sync=esync)
             except Exception as e:  # noqa: BLE001 - report, keep the other columns
-                print(f"#   cuda:fused failed: {type(e).__name__}: {str(e)[:300]}")
-                figs["fused"] = None
-        else:
-            figs["fused"] = None
-        figs["ember"] = gb / median_time(lambda: fe(xe), inner=INNER, repeats=repeats, sync=esync)
+                print(f"#   {device} failed: {type(e).__name__}: {str(e)[:300]}")
+                figs[key] = None
+            x = None
         figs["torch"] = gb / median_time(lambda: ft(xt), inner=INNER, repeats=repeats, sync=tsync)
         try:
             c = torch.compile(ft)
@@ -327,19 +335,17 @@ def bench_gpu(repeats: int) -> None:
         return figs
 
     n = 256 * 2**20
-    x = ember.randn(n, device="cuda")
-    xf = ember.randn(n, device="cuda:fused") if layer is not None else None
     xt = torch.randn(n, device="cuda")
-    row("chain 256M float32 (cuda)", "GB/s", **figures(chain_ember, chain_torch, x, xf, xt, 8 * n / 1e9))
-    del x, xf, xt
+    row("chain 256M float32 (cuda)", "GB/s",
+        **figures(chain_ember, chain_torch, lambda d: ember.randn(n, device=d), xt, 8 * n / 1e9))
+    del xt
     for name, fe, ft in (("softmax", lambda a: ember.nn.functional.softmax(a, -1), lambda a: torch.softmax(a, -1)),
                          ("layer_norm", lambda a: ember.nn.functional.layer_norm(a, (4096,)),
                           lambda a: torch.nn.functional.layer_norm(a, (4096,)))):
-        a = ember.randn(32768, 4096, device="cuda")
-        af = ember.randn(32768, 4096, device="cuda:fused") if layer is not None else None
         at = torch.randn(32768, 4096, device="cuda")
-        row(f"{name} (32768, 4096) (cuda)", "GB/s", **figures(fe, ft, a, af, at, 8 * a.numel() / 1e9))
-        del a, af, at
+        row(f"{name} (32768, 4096) (cuda)", "GB/s",
+            **figures(fe, ft, lambda d: ember.randn(32768, 4096, device=d), at, 8 * at.numel() / 1e9))
+        del at
 
 
 GPT2_BATCH, GPT2_SEQ = 8, 1024
@@ -439,7 +445,9 @@ def _gpt2_ember(device: str, compiled: bool):
 
 def bench_gpt2(repeats: int) -> None:
     """The GPT-2 124M training step (batch 8 x 1024 tokens, bf16 autocast, AdamW, dropout 0.1) in ms a
-    step: cuda:fused, the same under ember.compile, ember's eager cuda, PyTorch eager and torch.compile;
+    step: the ``cuda`` stack, cuda:fused under ember.compile and eager, the unfused stack under
+    ember.compile (and eager, when EMBER_DEFAULT_FUSION=1 makes ``cuda`` fused), PyTorch eager and
+    torch.compile;
     then each column's first step (cold start: compiles and, for ember.compile, the captures)."""
     if not torch.cuda.is_available():
         print("# GPT-2 section skipped: PyTorch has no CUDA here")
@@ -453,10 +461,15 @@ def bench_gpt2(repeats: int) -> None:
 
     import ember.cuda as ecuda
     figs, cold = {}, {}
-    makers = {"fused": lambda: _gpt2_ember("cuda:fused", False), "compiled": lambda: _gpt2_ember("cuda:fused", True),
-              "graph": lambda: _gpt2_ember("cuda", True),
-              "ember": lambda: _gpt2_ember("cuda", False), "torch": lambda: _gpt2_torch(False),
-              "compile": lambda: _gpt2_torch(True)}
+    from ember import _device
+    makers = {"ember": lambda: _gpt2_ember("cuda", False), "compiled": lambda: _gpt2_ember("cuda:fused", True),
+              "fused": lambda: _gpt2_ember("cuda:fused", False), "graph": lambda: _gpt2_ember("cuda:unfused", True),
+              "torch": lambda: _gpt2_torch(False), "compile": lambda: _gpt2_torch(True)}
+    if _device.FUSED_DEFAULTS:  # "cuda" is the fused default: the unfused stack gets its own column
+        makers["unfused"] = lambda: _gpt2_ember("cuda:unfused", False)
+    only = os.environ.get("BENCH_GPT2_COLUMNS")
+    if only:
+        makers = {k: v for k, v in makers.items() if k in only.split(",")}
     for name, make in makers.items():
         sync = torch.cuda.synchronize if name in ("torch", "compile") else ecuda.synchronize
         try:
@@ -485,8 +498,9 @@ def main(argv=None) -> int:
     repeats = 3 if args.quick else 7
     print(f"# bench/fusion.py: ember {getattr(ember, '__version__', '?')}, torch {torch.__version__}, "
           f"{os.cpu_count()} CPUs, threads torch={torch.get_num_threads()}")
-    print("# columns: fused = cpu:fused (Autodiff(Fusion(...))), compiled = ember.compile of the cpu:fused step "
-          "(MLP), numpy = cpu (unfused), torch = eager, compile = torch.compile")
+    print("# columns: fused = cpu:fused (Autodiff(Fusion(...)), every op recorded), compiled = ember.compile of "
+          "the cpu:fused step (MLP), default = cpu under EMBER_DEFAULT_FUSION=1 (Fusion with its cost model), "
+          "numpy = cpu:numpy (unfused), torch = eager, compile = torch.compile")
     t0 = time.perf_counter()
     if "chain" in only:
         bench_chain(2**20 if args.quick else 16 * 2**20, repeats)

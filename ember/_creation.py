@@ -144,7 +144,9 @@ def from_numpy(array: np.ndarray) -> Tensor:
     if not isinstance(array, np.ndarray):
         raise TypeError(f"from_numpy expects a numpy.ndarray, got {type(array).__name__}")
     d = dt.from_numpy_dtype(array.dtype)
-    return _from_host(array, d, _device("cpu"))
+    t = _from_host(array, d, _device("cpu"))
+    t._share_host()
+    return t
 
 
 def _rebuild(array, dtype_name, device_str):

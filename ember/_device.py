@@ -6,6 +6,7 @@ so ``a.device is b.device`` is the cheap same-device test the dispatch path uses
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 
 from ._errors import BackendUnavailable
@@ -17,13 +18,19 @@ _HINTS: dict[str, str] = {
     "cuda": "install the CUDA backend with `pip install ember[cuda]` on a machine with an NVIDIA GPU",
     "wgpu": "install the WebGPU backend with `pip install ember[wgpu]`",
 }
+# EMBER_DEFAULT_FUSION=1 makes "cpu", "cuda" and "wgpu" the Fusion stacks with their cost model (see
+# docs/fusion.md); it is opt-in while the unfused stacks are faster on small and mid-size models.
+FUSED_DEFAULTS = os.environ.get("EMBER_DEFAULT_FUSION", "") not in ("", "0", "off", "false")
 # Backends that live in optional packages register lazily: the module is imported the first time
 # the device is asked for, so `import ember` never needs CuPy or wgpu. Keys are device types, or a
-# full device string for named CPU variants ("cpu:compiled").
+# full device string for named variants ("cpu:compiled").
 _LAZY: dict[str, str] = {
-    "cuda": "ember.backend.cuda:make_stack",
-    "wgpu": "ember.backend.wgpu:make_stack",
+    "cuda": "ember.backend.fusion:make_default_cuda_stack" if FUSED_DEFAULTS else "ember.backend.cuda:make_stack",
+    "wgpu": "ember.backend.fusion:make_default_wgpu_stack" if FUSED_DEFAULTS else "ember.backend.wgpu:make_stack",
+    "cuda:unfused": "ember.backend.cuda:make_stack",
+    "wgpu:unfused": "ember.backend.wgpu:make_stack",
     "cpu:compiled": "ember.backend.cpuc:make_stack",
+    "cpu:numpy": "ember.backend.numpy:make_stack",
     "cpu:fused": "ember.backend.fusion:make_cpu_stack",
     "cuda:fused": "ember.backend.fusion:make_cuda_stack",
     "wgpu:fused": "ember.backend.fusion:make_wgpu_stack",
@@ -154,12 +161,15 @@ def set_default_device(spec) -> None:
     _default = device(spec)
 
 
-def _numpy_stack(index):
-    """The default CPU stack: Autodiff over the numpy backend."""
+def _cpu_stack(index):
+    """The default CPU stack: Autodiff over the numpy backend; with EMBER_DEFAULT_FUSION=1, Autodiff over
+    Fusion over the compiled CPU backend (ember.backend.fusion.make_default_cpu_stack)."""
+    if FUSED_DEFAULTS:
+        from .backend.fusion import make_default_cpu_stack
+        return make_default_cpu_stack(index)
     from .backend.autodiff import Autodiff
     from .backend.numpy import Numpy
-
     return Autodiff(Numpy())
 
 
-register_device("cpu", _numpy_stack)
+register_device("cpu", _cpu_stack)

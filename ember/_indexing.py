@@ -66,6 +66,11 @@ def _as_index_tensor(obj, device) -> Tensor:
     """A key item (tensor, list, array) as an int64 index or a bool mask."""
     from ._creation import tensor
     if isinstance(obj, Tensor):
+        if obj._device is not device:  # a CPU index into another device's tensor moves there, as in PyTorch
+            if obj._device.type != "cpu":
+                raise IndexError(f"indices should be either on cpu or on the same device as the indexed tensor "
+                                 f"({device}), got {obj._device}")
+            obj = obj.to(device)
         if obj._dtype is dt.uint8:  # PyTorch still reads uint8 index tensors as masks (deprecated)
             return cast(obj, dt.bool)
         if obj._dtype is not dt.bool and obj._dtype not in _INT_INDEX:

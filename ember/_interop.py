@@ -102,6 +102,7 @@ def to_dlpack_capsule(t: Tensor, *, stream=None, max_version=None, dl_device=Non
     if t._device.type != "cpu":
         raise BufferError(f"__dlpack__: ember's {t._device} backend ({backend!r}) does not export DLPack; "
                           f"copy the tensor to the CPU first with .cpu()")
+    t._share_host()
     arr = backend.read(t._h)  # the numpy backend's handle itself: the memory is shared
     if t._dtype is not dt.bfloat16:
         return arr.__dlpack__(stream=stream, max_version=max_version, dl_device=dl_device, copy=copy)

@@ -73,13 +73,27 @@ def reduced_shape(shape, dims, keepdim: bool) -> tuple[int, ...]:
     return tuple(n for i, n in enumerate(shape) if i not in dims)
 
 
+_STRIDES: dict = {}
+
+
 def contiguous_strides(shape) -> tuple[int, ...]:
-    """Element strides of a C-contiguous layout of ``shape``."""
+    """Element strides of a C-contiguous layout of ``shape`` (memoised: a training step asks for the
+    same few shapes thousands of times, from the frontend, the metadata and the lazy layers)."""
+    try:
+        return _STRIDES[shape]
+    except KeyError:
+        pass
+    except TypeError:  # an unhashable shape (a list)
+        shape = tuple(shape)
     strides, acc = [], 1
     for n in reversed(shape):
         strides.append(acc)
         acc *= max(n, 1)
-    return tuple(reversed(strides))
+    st = tuple(reversed(strides))
+    if len(_STRIDES) > 4096:
+        _STRIDES.clear()
+    _STRIDES[tuple(shape)] = st
+    return st
 
 
 def infer_size(shape, numel: int, op: str = "view") -> tuple[int, ...]:

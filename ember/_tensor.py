@@ -142,11 +142,21 @@ class Tensor:
         if self._device.type != "cpu" and not force:
             raise TypeError(f"can't convert {self._device} tensor to numpy: use .cpu() first, "
                             "or .numpy(force=True) to copy")
+        self._share_host()
         return self._device.backend.read(self._h)
+
+    def _share_host(self) -> None:
+        """Tell a lazy backend that the program now holds a host array on this memory (its ops on it
+        must then run in program order with the program's reads and writes of that array)."""
+        share = getattr(self._device.backend, "share", None)
+        if share is not None:
+            share(self._h)
 
     def __array__(self, dtype=None, copy=None):
         if self.requires_grad:
             raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead.")
+        if not copy:
+            self._share_host()
         a = self._device.backend.read(self._h)
         if dtype is not None:
             a = a.astype(dtype, copy=False)

@@ -300,12 +300,12 @@ def test_device_made_inside_the_function_counts_only_when_used(phase, used):
         assert comp.stats["replays"] >= 2
 
 
-def test_plain_cpu_runs_eagerly_with_the_same_results():
-    m_eager, m_comp = _model("cpu"), _model("cpu")
+def test_a_stack_without_fusion_runs_eagerly_with_the_same_results():
+    m_eager, m_comp = _model("cpu:numpy"), _model("cpu:numpy")
     eager = _step_fn(m_eager, _opt("adamw", m_eager.parameters(), 0.01))
     comp = ember_compile(_step_fn(m_comp, _opt("adamw", m_comp.parameters(), 0.01)))
     for i in range(4):
-        x, y = ember.tensor(XS[i]), ember.tensor(YS[i])
+        x, y = ember.tensor(XS[i], device="cpu:numpy"), ember.tensor(YS[i], device="cpu:numpy")
         assert comp(x, y).item() == eager(x, y).item()
     assert comp.stats == {"eager": 4, "captures": 0, "replays": 0}
     for p, q in zip(m_eager.parameters(), m_comp.parameters()):
@@ -354,9 +354,14 @@ def test_replaced_parameter_memory_and_gradients_outside():
         eager(x, y)
         comp(x, y)
         for p, q in zip(m_eager.parameters(), m_comp.parameters()):
-            np.testing.assert_allclose(q.detach().numpy(), p.detach().numpy(), rtol=1e-5, atol=1e-6)
-            np.testing.assert_allclose(q.grad.numpy(), p.grad.numpy(), rtol=1e-5, atol=1e-6)
-    assert comp.stats["captures"] == 4 and comp.stats["replays"] >= 3, comp.stats
+            # tolist copies: .numpy() would share the memory with numpy, and ops on shared memory run in
+            # program order, unfused, which changes the next capture's work (one capture more)
+            np.testing.assert_allclose(q.detach().tolist(), p.detach().tolist(), rtol=1e-5, atol=1e-6)
+            np.testing.assert_allclose(q.grad.tolist(), p.grad.tolist(), rtol=1e-5, atol=1e-6)
+    # SGD packs the parameters into one buffer (ember.optim._flat): the step after a parameter's memory
+    # was replaced packs again, which replaces the memory once more, so that memory change costs a capture
+    packed = 1 if o_comp.__dict__.get("_packs") else 0
+    assert comp.stats["captures"] == 4 + packed and comp.stats["replays"] >= 3, comp.stats
 
 
 def test_snapshot_of_a_written_buffer_is_taken_before_the_write():

@@ -24,11 +24,11 @@ TF = torch.nn.functional
 # ---- the decompositions (what a backend without the nn ops runs) -------------------------------------------
 @pytest.fixture
 def no_fused_ops(monkeypatch):
-    """The numpy backend without its nn ops: the frontend must decompose every one of them."""
+    """The numpy backend ("cpu:numpy") without its nn ops: the frontend must decompose every one of them."""
     for op in ops_nn.OPS:
         if op in NUMPY_OPS:
             monkeypatch.delitem(NUMPY_OPS, op)
-    assert not ember.device("cpu").backend.supports("gelu")
+    assert not ember.device("cpu:numpy").backend.supports("gelu")
 
 
 _DECOMPOSED = [op for op in nn_registry.OPS if op.name in {
@@ -45,7 +45,7 @@ def test_decomposition_matches_torch(op, no_fused_ops):
         if s.raises is not None:
             continue
         want = as_numpy(run_torch(op, s))
-        got = as_numpy(run_ember(op, s, "cpu"))
+        got = as_numpy(run_ember(op, s, "cpu:numpy"))
         assert_close(got, want, "float64", op, f"{op.name} decomposed, sample {s.name!r}")
         checked += 1
     assert checked
@@ -57,7 +57,7 @@ def test_decomposition_gradients(name, kw, no_fused_ops):
     x = np.random.default_rng(0).uniform(-4, 4, 50)
     tx = torch.tensor(x, requires_grad=True)
     getattr(TF, name)(tx, **kw).sum().backward()
-    ex = ember.tensor(x, requires_grad=True)
+    ex = ember.tensor(x, requires_grad=True, device="cpu:numpy")
     getattr(F, name)(ex, **kw).sum().backward()
     np.testing.assert_allclose(ex.grad.numpy(), tx.grad.numpy(), rtol=1e-9, atol=1e-12)
 

@@ -63,9 +63,10 @@ def is_view_op(op: str, inputs: tuple = (), attrs: dict | None = None) -> bool:
 def is_contiguous(x: Meta) -> bool:
     """C-contiguous as numpy and PyTorch judge it: strides of size-1 dims don't matter, and a tensor
     without elements always is."""
-    if 0 in x.shape:
+    cs = contiguous_strides(x.shape)
+    if x.strides == cs or 0 in x.shape:
         return True
-    return all(s == c for s, c, n in zip(x.strides, contiguous_strides(x.shape), x.shape) if n != 1)
+    return all(s == c for s, c, n in zip(x.strides, cs, x.shape) if n != 1)
 
 
 def conv_out_size(n: int, lo: int, hi: int, k: int, s: int, d: int) -> int:

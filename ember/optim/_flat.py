@@ -9,10 +9,10 @@ ResNet-50 SGD step's 640 small kernel launches into five; the values are exactly
 over parameters (the same elementwise formulas run on the same numbers).
 
 Packing needs backends whose handles are plain arrays that views share (the numpy and compiled CPU
-backends, CUDA), parameters of one device and dtype per group, contiguous, and a gradient for every
-parameter this step; otherwise the optimizer runs its loop over parameters. A parameter whose data
-is replaced later (``model.to(...)``, ``p.data = ...``, ``load_state_dict`` of the optimizer) is
-noticed and the group is packed again.
+backends, CUDA, and Fusion over them), parameters of one device and dtype per group, contiguous, and
+a gradient for every parameter this step; otherwise the optimizer runs its loop over parameters. A
+parameter whose data is replaced later (``model.to(...)``, ``p.data = ...``, ``load_state_dict`` of the
+optimizer) is noticed and the group is packed again.
 
 >>> w = ember.nn.Parameter(ember.ones(3)); b = ember.nn.Parameter(ember.zeros(2))
 >>> pack = FlatParams([w, b])
@@ -29,10 +29,13 @@ __all__ = ["FlatParams", "packable"]
 
 def _plain(device) -> bool:
     """Whether the device's backend (under autodiff) keeps plain arrays that views share: the numpy,
-    compiled CPU and CUDA backends say so; lazy, WebGPU and remote backends don't."""
+    compiled CPU and CUDA backends say so, and Fusion over one of them; WebGPU and remote backends don't."""
     be = device.backend
     # the class attribute, not an instance lookup: decorators forward unknown attributes to their inner backend
-    return bool(getattr(type(getattr(be, "inner", be)), "plain_array_views", False))
+    be = getattr(be, "inner", be)
+    if getattr(type(be), "packs_views", False):  # a lazy layer whose views are its inner backend's (Fusion)
+        be = be.inner
+    return bool(getattr(type(be), "plain_array_views", False))
 
 
 def packable(params: list) -> bool:

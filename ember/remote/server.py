@@ -30,15 +30,20 @@ HELLO_TIMEOUT = 30.0  # seconds an unauthenticated connection may stay silent
 
 
 def server_backend(device: str):
-    """The backend stack ops run on for ``--device``: the device's stack without its Autodiff layer."""
+    """The backend stack ops run on for ``--device``: the device's stack without its Autodiff layer
+    (the client differentiates) and without a Fusion layer (a session answers each op's error with
+    that op; a lazy layer would raise it at a later flush)."""
     import ember
     from ember.backend.autodiff import Autodiff
+    from ember.backend.fusion import Fusion
 
     if device.startswith("remote"):
         raise ValueError("ember serve: --device must be a local device (cpu, cpu:compiled, wgpu, cuda), "
                          f"not {device!r}")
     b = ember.device(device).backend
-    return b.inner if isinstance(b, Autodiff) else b
+    while isinstance(b, (Autodiff, Fusion)):
+        b = b.inner
+    return b
 
 
 def is_loopback(host: str) -> bool:

@@ -18,6 +18,7 @@ ember.Size([8, 3, 14, 14])
 from __future__ import annotations
 
 from ..._errors import BackendUnavailable
+from ..base import UnsupportedOp
 from ..numpy import _OPS as _NUMPY_OPS
 from ..numpy import Numpy
 from . import _lib
@@ -44,10 +45,13 @@ class CpuC(Numpy):
     name = "cpuc"
     device_type = "cpu"
 
-    def __init__(self):
+    def __init__(self, load: bool = True):
+        """``load=False`` defers building the kernel library (about 3 s on a new machine) to the first
+        op that needs it: the default CPU stack, made at ``import ember``, has checked the compiler."""
         super().__init__()
         try:
-            _lib.load()
+            if load:
+                _lib.load()
         except Exception as e:
             raise BackendUnavailable(
                 "device 'cpu:compiled' needs a working C compiler to build its kernels: install gcc or clang "
@@ -56,6 +60,17 @@ class CpuC(Numpy):
 
     def __repr__(self) -> str:
         return "CpuC()"
+
+    def run(self, op: str, inputs: tuple, attrs: dict):
+        fn = self._ops.get(op)
+        if fn is None:  # an op added to the numpy backend's table after this backend was made
+            fn = _NUMPY_OPS.get(op)
+            if fn is None:
+                raise UnsupportedOp(self.name, op)
+        return fn(*inputs, **attrs)
+
+    def supports(self, op: str) -> bool:
+        return op in self._ops or op in _NUMPY_OPS
 
     def matmul_into(self, a, b, out):
         """``a @ b`` into a preallocated ``out`` (2-D float arrays; see :func:`.linalg.matmul_into`)."""

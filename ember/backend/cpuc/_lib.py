@@ -89,31 +89,12 @@ def load():
                 raise _error
             from ...cube.runtime.c import compiler
             try:
-                with _passive_openmp():
-                    _entry = compiler().build(_source(), "cpuc")
+                _entry = compiler().build(_source(), "cpuc")
             except Exception as e:  # remembered: a broken compiler is not retried on every op
                 _error = e
                 raise
             _IDS.update({n: i for i, n in enumerate(_NAMES)})
     return _entry
-
-
-class _passive_openmp:  # noqa: N801 - used like a function
-    """Load the library with OpenMP's idle threads sleeping instead of spinning (``OMP_WAIT_POLICY=
-    passive``) unless the user chose a policy. Spinning threads took the cores that numpy's and
-    BLAS's own threads needed between kernels: on 2 cores a training step ran 1.4x slower. libgomp
-    reads the variable once, when it loads, so it is restored afterwards (a PyTorch imported later
-    keeps its own default)."""
-
-    def __enter__(self):
-        self.saved = os.environ.get("OMP_WAIT_POLICY")
-        if self.saved is None:
-            os.environ["OMP_WAIT_POLICY"] = "passive"
-
-    def __exit__(self, *exc):
-        if self.saved is None:
-            os.environ.pop("OMP_WAIT_POLICY", None)
-        return False
 
 
 def openmp() -> bool:

@@ -98,6 +98,11 @@ class _Policy:
 POLICY = _Policy()
 
 
+def _matmul_op(a, b):
+    """The ``matmul`` op: two inputs (a third would be taken for ``out`` by :func:`_matmul`)."""
+    return _matmul(a, b)
+
+
 def _matmul(a, b, out=None):
     m = a.shape[-2] if a.ndim > 1 else 1
     n = b.shape[-1] if b.ndim > 1 else 1
@@ -143,4 +148,4 @@ def matmul_into(a: np.ndarray, b: np.ndarray, out: np.ndarray) -> np.ndarray:
     return _matmul(a, b, out)
 
 
-OPS = {"matmul": _matmul}
+OPS = {"matmul": _matmul_op}

@@ -1,7 +1,10 @@
 """Fusion: the backend decorator that records ops lazily and runs them as fused ember.cube kernels.
 
 ``Fusion(inner)`` wraps a backend whose handles cube can launch on (numpy arrays for the C target,
-CuPy arrays for CUDA, the Wgpu backend's storages for WGSL). The ``"cpu:fused"`` device is
+CuPy arrays for CUDA, the Wgpu backend's storages for WGSL). The default ``"cpu"`` device is
+``Autodiff(Fusion(CpuC(), None))`` (ops on small tensors in memory run at once: the
+cost model) when a C compiler works, else the numpy stack. The ``"cpu:fused"`` device, which fuses
+every op it can, is
 ``Autodiff(Fusion(CpuC()))`` when the compiled CPU backend and a C compiler are available, else
 ``Autodiff(Fusion(Numpy()))``; ``"cuda:fused"`` is ``Autodiff(Fusion(Cuda(0)))`` and
 ``"wgpu:fused"`` ``Autodiff(Fusion(Wgpu()))``. The guide is docs/fusion.md.
@@ -16,53 +19,99 @@ from __future__ import annotations
 
 from .backend import Fusion, enabled, is_enabled
 
-__all__ = ["Fusion", "enabled", "is_enabled", "make_cpu_stack", "make_cuda_stack", "make_wgpu_stack", "kernel_count"]
+__all__ = ["Fusion", "enabled", "is_enabled", "make_cpu_stack", "make_default_cpu_stack", "make_cuda_stack",
+           "make_default_cuda_stack", "make_wgpu_stack", "make_default_wgpu_stack", "kernel_count"]
+
+
+def _c_compiler_works() -> bool:
+    try:
+        from ...cube.runtime.c import compiler
+        compiler()
+        return True
+    except Exception:  # noqa: BLE001 - any failure (no module, no compiler) means no compiled CPU backend
+        return False
 
 
 def _cpu_inner():
     """CpuC when it imports and a C compiler works, else the numpy backend."""
-    try:
-        from ...cube.runtime.c import compiler
+    if _c_compiler_works():
         from ..cpuc import CpuC
-        compiler()
         return CpuC()
-    except Exception:  # noqa: BLE001 - any failure (no module, no compiler) means the numpy backend
-        from ..numpy import Numpy
-        return Numpy()
+    from ..numpy import Numpy
+    return Numpy()
 
 
 def make_cpu_stack(index=None):
-    """The ``cpu:fused`` backend stack: ``Autodiff(Fusion(inner))`` (``index`` is unused)."""
+    """The ``cpu:fused`` backend stack: ``Autodiff(Fusion(inner))``, fusing every op it can
+    (``index`` is unused)."""
     from ..autodiff import Autodiff
     return Autodiff(Fusion(_cpu_inner()))
+
+
+def make_default_cpu_stack(index=None):
+    """The ``cpu`` backend stack: ``Autodiff(Fusion(CpuC(), None))`` when a C compiler
+    works; else ``Autodiff(Numpy())``, saying so once (fused kernels are C)."""
+    from ..autodiff import Autodiff
+    if _c_compiler_works():
+        from ..cpuc import CpuC
+        return Autodiff(Fusion(CpuC(load=False), None))
+    import warnings
+    warnings.warn("ember: no working C compiler (set $CC or install gcc/clang): device 'cpu' runs on the "
+                  "numpy backend, without kernel fusion", RuntimeWarning, stacklevel=2)
+    from ..numpy import Numpy
+    return Autodiff(Numpy())
 
 
 _GPU_STACKS: dict = {}
 
 
-def make_cuda_stack(index=None):
-    """The ``cuda:fused`` backend stack: ``Autodiff(Fusion(Cuda(index or 0)))``, one per device
-    index. Raises BackendUnavailable (as ``"cuda"`` does) without CuPy or a GPU."""
+def _cuda_stack(index, min_elements: int):
     from ..autodiff import Autodiff
     from ..cuda import make_stack
     i = 0 if index is None else int(index)
-    stack = _GPU_STACKS.get(("cuda", i))
+    key = ("cuda", i, min_elements)
+    stack = _GPU_STACKS.get(key)
     if stack is None:
         # the unfused stack's backend: one Cuda object per device (its memory pool, its op table)
-        stack = _GPU_STACKS[("cuda", i)] = Autodiff(Fusion(make_stack(i).inner))
+        stack = _GPU_STACKS[key] = Autodiff(Fusion(make_stack(i).inner, min_elements))
+    return stack
+
+
+def make_cuda_stack(index=None):
+    """The ``cuda:fused`` backend stack: ``Autodiff(Fusion(Cuda(index or 0)))`` recording every op it
+    can, one per device index. Raises BackendUnavailable (as ``"cuda"`` does) without CuPy or a GPU."""
+    return _cuda_stack(index, 0)
+
+
+def make_default_cuda_stack(index=None):
+    """The ``cuda``/``cuda:N`` backend stack: ``Autodiff(Fusion(Cuda(N), None))`` (the
+    cost model of the default CPU stack: ops on small tensors in memory launch at once)."""
+    return _cuda_stack(index, None)
+
+
+def _wgpu_stack(index, min_elements: int):
+    from ..autodiff import Autodiff
+    from ..wgpu import Wgpu
+    key = ("wgpu", index, min_elements)
+    stack = _GPU_STACKS.get(key)
+    if stack is None:
+        inner = _GPU_STACKS.get(("wgpu-inner", index))
+        if inner is None:  # one Wgpu object per adapter, shared by the stacks on it
+            inner = _GPU_STACKS[("wgpu-inner", index)] = Wgpu(index)
+        stack = _GPU_STACKS[key] = Autodiff(Fusion(inner, min_elements))
     return stack
 
 
 def make_wgpu_stack(index=None):
-    """The ``wgpu:fused`` backend stack: ``Autodiff(Fusion(Wgpu(index)))`` (the adapter wgpu prefers
-    when ``index`` is None). Raises BackendUnavailable (as ``"wgpu"`` does) without wgpu or an adapter."""
-    from ..autodiff import Autodiff
-    from ..wgpu import Wgpu
-    key = ("wgpu", index)
-    stack = _GPU_STACKS.get(key)
-    if stack is None:
-        stack = _GPU_STACKS[key] = Autodiff(Fusion(Wgpu(index)))
-    return stack
+    """The ``wgpu:fused`` backend stack: ``Autodiff(Fusion(Wgpu(index)))`` recording every op it can
+    (the adapter wgpu prefers when ``index`` is None). Raises BackendUnavailable (as ``"wgpu"`` does)
+    without wgpu or an adapter."""
+    return _wgpu_stack(index, 0)
+
+
+def make_default_wgpu_stack(index=None):
+    """The ``wgpu``/``wgpu:N`` backend stack: ``Autodiff(Fusion(Wgpu(N), None))``."""
+    return _wgpu_stack(index, None)
 
 
 def kernel_count(device="cpu:fused") -> dict:

@@ -72,11 +72,27 @@ class Fusion(Recorder):
     >>> be = Fusion(Numpy())
     """
 
-    def __init__(self, inner):
+    # views of memory are the inner backend's views and a write into a storage is seen through its views:
+    # optimizers may pack parameters into one buffer when the inner backend's views share memory
+    # (ember.optim._flat checks the inner backend's plain_array_views)
+    packs_views = True
+
+    def __init__(self, inner, min_elements: int | None = 0):
         self.inner = inner
+        # storages the program also holds as host arrays (from_numpy, .numpy(): numpy arrays on the CPU
+        # target; see share()): id -> weakref. Ops on them run at once, so a write through the host array is seen
+        # by the ops after it and an ember write by the host reads after it, as without fusion.
+        self._host: dict = {}
         self.name = f"fusion({inner.name})"
         self.device_type = inner.device_type
         self.target = target_for(getattr(inner, "cube_device", "cpu"), inner)
+        self._shares_host = getattr(self.target, "shares_host", False)
+        # the cost model: an op whose tensor inputs are all in memory and have fewer elements than this
+        # runs at once on the inner backend (recording it costs more host time than fusing it saves);
+        # 0 records everything (the ":fused" devices), None takes $EMBER_FUSION_MIN or the target's figure
+        if min_elements is None:
+            min_elements = os.environ.get("EMBER_FUSION_MIN") or self.target.eager_below
+        self.min_elements = int(min_elements)
         self._composed = getattr(self.target, "composed", frozenset())  # optional ops left to the frontend
         self._types = self.target.types  # cube types the target fuses (None: every fusible one)
         self._unfused = getattr(self.target, "unfused", frozenset())  # ops the target computes differently
@@ -114,8 +130,6 @@ class Fusion(Recorder):
     def _track(self, fh: FH) -> FH:
         fh.idx = len(self._pending)
         self._pending.append(weakref.ref(fh))
-        if len(self._pending) >= MAX_PENDING:
-            self.flush()
         return fh
 
     def _leaf(self, fh: FH) -> N:
@@ -224,7 +238,8 @@ class Fusion(Recorder):
 
     # ---- protocol --------------------------------------------------------------------------------
     def run(self, op: str, inputs: tuple, attrs: dict):
-        if _STATE["enabled"] and (op in _RECORDABLE or (op[-1] == "_" and op[:-1] in _RECORDABLE)):
+        if _STATE["enabled"] and (op in _RECORDABLE or (op[-1] == "_" and op[:-1] in _RECORDABLE)) and \
+                not (self.min_elements and self._small(inputs)) and not (self._host and self._on_host(inputs)):
             self._busy += 1
             try:
                 self._note(self._describe(op, inputs, attrs))
@@ -232,6 +247,10 @@ class Fusion(Recorder):
             finally:
                 self._busy -= 1
             if r is not None:
+                # the size bound flushes between ops, never inside one: a window cut inside an op
+                # can't be replayed (tainted), so a long step would re-analyse that window every time
+                if len(self._pending) >= MAX_PENDING:
+                    self.flush()
                 return r
         return self._sync_run(op, inputs, attrs)
 
@@ -284,6 +303,47 @@ class Fusion(Recorder):
                             return w
         return None
 
+    def _small(self, inputs) -> bool:
+        """Whether every tensor input is in memory and has fewer than ``min_elements`` elements."""
+        limit, seen = self.min_elements, False
+        for x in inputs:
+            if x.__class__ is FH:
+                if x.arr is None:
+                    return False
+                n = 1
+                for d in x.shape:
+                    n *= d
+                if n >= limit:
+                    return False
+                seen = True
+        return seen
+
+    def _on_host(self, inputs) -> bool:
+        """Whether a tensor input's memory is shared with a host array the program holds."""
+        host, storage = self._host, self.inner.storage
+        for x in inputs:
+            if x.__class__ is FH and x.arr is not None:
+                r = host.get(id(storage(x.arr)))
+                if r is not None and r() is not None:
+                    return True
+        return False
+
+    def share(self, h) -> None:
+        """The program holds a host array on ``h``'s memory (``from_numpy``, ``.numpy()``, DLPack): from
+        now on ops on that memory run at once (see ``_host``). The frontend calls it where it exists."""
+        if not self._shares_host:
+            return
+        if h.arr is None or self._writes:
+            self.flush()
+            if h.arr is None:
+                raise _failed(h)
+        st = self.inner.storage(h.arr)
+        key, host = id(st), self._host
+        try:
+            host[key] = weakref.ref(st, lambda _, key=key: host.pop(key, None))
+        except TypeError:  # a storage that can't be weakly referenced: not a host array
+            pass
+
     def _sync_run(self, op, inputs, attrs):
         if self._needs_flush(op, inputs):
             self.flush()
@@ -307,16 +367,21 @@ class Fusion(Recorder):
         also run after pending reads. An op on memory nothing pending touches can run right away."""
         if not (self._pending or self._writes):
             return False
-        if op[-1] == "_" or op == "assign":
-            return True
         writes = self._writes
+        # an in-place op must also wait for pending reads of the memory it writes: the window's leaves
+        # (_sids) name every storage it reads or writes
+        touched = self._sids if op[-1] == "_" or op == "assign" else None
+        tensors = False
         for x in inputs:
             if x.__class__ is FH:
                 if x.arr is None:
                     return True
-                if writes and id(self.inner.storage(x.arr)) in writes:
-                    return True
-        return False
+                tensors = True
+                if writes or touched:
+                    sid = id(self.inner.storage(x.arr))
+                    if sid in writes or (touched is not None and sid in touched):
+                        return True
+        return touched is not None and not tensors  # an in-place op on no tensor: keep the old order
 
     def _wrap_out(self, o, inputs, vals):
         if o is None:

@@ -66,7 +66,9 @@ def fusible_elementwise(op: str, in_types: tuple, out_type: str) -> bool:
         return t != "bool_" or op in ("eq", "ne")
     if op in _LOGICAL or op == "logical_not":
         return t == "bool_"
-    return op in ("cast", "where", "clamp", "copy")
+    if op == "clamp":  # cube.max/min order numbers only (bool clamps run on the inner backend)
+        return t != "bool_"
+    return op in ("cast", "where", "copy")
 
 
 def formula(op: str, args: list, types: list, out_type: str) -> str:

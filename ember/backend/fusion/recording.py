@@ -5,8 +5,8 @@ the op can't be recorded (then it runs on the inner backend as a sync point)."""
 
 from __future__ import annotations
 
+from ..._shape import contiguous_strides
 from ..meta import Meta, infer, is_view_op
-from ..meta import contiguous_strides as _contiguous_strides
 from .graph import FH, Buf, N, Token, broadcast_to, load, push_view
 from .ops import elementwise_types
 
@@ -210,23 +210,6 @@ class Recorder:
         fh = FH(dst.shape, dst.dtype, dst.strides, node=value, token=self._storage_of(arr))
         fh.write = (dbuf, arr)
         return self._track(fh)
-
-
-_STRIDES: dict = {}
-
-
-def contiguous_strides(shape) -> tuple:
-    """C-contiguous element strides of ``shape``, memoised (a training step asks for the same few
-    shapes hundreds of times)."""
-    try:
-        return _STRIDES[shape]
-    except KeyError:
-        if len(_STRIDES) > 4096:
-            _STRIDES.clear()
-        st = _STRIDES[shape] = tuple(_contiguous_strides(shape))
-        return st
-    except TypeError:  # an unhashable shape (a list)
-        return tuple(_contiguous_strides(shape))
 
 
 def _broadcast(a: tuple, b: tuple) -> tuple:

@@ -19,6 +19,11 @@ What a target tells the kernel generators (codegen.py, rowgen.py):
 * ``unfused``: elementwise ops whose math on the target differs from the inner backend's at the
   extremes (they run on the inner backend);
 * ``max_arrays``: the most arrays one kernel may bind (None: no limit; WebGPU's storage buffers);
+* ``eager_below``: the default stacks' cost model: ops whose tensor inputs are in memory and smaller
+  than this many elements run at once instead of being recorded (the size at which a fused kernel's
+  saved memory traffic starts to pay for recording's host time);
+* ``shares_host``: whether the inner backend's arrays are the program's host arrays (numpy on the CPU:
+  ``from_numpy`` and ``.numpy()`` share memory, so Fusion runs ops on such memory at once);
 * ``composed``: optional ops the frontend should compose on this target although the inner backend has
   them, because the composition fuses with its neighbours and the op would end the fused group (the CPU:
   dropout, whose one-pass op is a GPU kernel's gain).
@@ -46,6 +51,8 @@ class CpuTarget:
     unfused = frozenset()
     max_arrays = None
     composed = frozenset({"dropout"})
+    shares_host = True
+    eager_below = 1 << 18  # an elementwise chain fuses faster than numpy from ~64K elements; 2-op ones at ~256K
     POOL_MIN = 1 << 20  # bytes: smaller outputs come from numpy's allocator
     POOL_CAP = 1 << 30  # bytes of large buffers kept for reuse
 

@@ -27,6 +27,9 @@ class CudaTarget:
     types = None
     storage: dict = {}
     row_block = 1024
+    # a pass over n float32 elements costs the H200 about n / 500 ns; recording an op costs tens of
+    # microseconds of host time: fusion pays on the eager stack from tens of millions of elements
+    eager_below = 1 << 24
     warp = True
     # float32 sums accumulate in float32, as PyTorch's CUDA kernels and Triton's do (each thread's
     # strided partial, then a tree): float64 accumulators cost layer_norm a quarter of its bandwidth

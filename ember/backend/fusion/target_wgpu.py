@@ -43,6 +43,7 @@ class WgpuTarget:
     types = frozenset({"f32", "i32", "bool_"})
     storage = {"bool_": "u32"}
     row_block = 256  # WebGPU guarantees 256 invocations per workgroup
+    eager_below = 1 << 18
     warp = False
     acc64 = False
     vec4 = False

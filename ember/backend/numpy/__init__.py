@@ -101,3 +101,10 @@ class Numpy:
 
     def __repr__(self) -> str:
         return "Numpy()"
+
+
+def make_stack(index=None):
+    """The ``cpu:numpy`` stack: ``Autodiff(Numpy())``, the reference backend without fusion or C kernels
+    (``index`` is unused)."""
+    from ..autodiff import Autodiff
+    return Autodiff(Numpy())

@@ -40,8 +40,10 @@ def _tensor_arg(t):
         if not isinstance(backend, Numpy):
             return (f"tensors on the CPU backend {type(backend).__name__} are not supported by cube yet "
                     "(only the numpy backend's memory is reachable)")
-        h = t._h
-        a = getattr(h, "value", h)  # Autodiff wraps tracked handles
+        share = getattr(dev.backend, "share", None)
+        if share is not None:  # a lazy layer (Fusion): its pending work on this memory runs first, and
+            share(t._h)        # its ops on it run in program order with the kernel from now on
+        a = dev.backend.read(t._h)  # the numpy backends' read is the memory itself
         if not isinstance(a, np.ndarray):
             return f"unexpected handle type {type(a).__name__}"
         return numpy_arg(a, t)
