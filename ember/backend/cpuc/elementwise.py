@@ -11,7 +11,7 @@ import numpy as np
 
 from ..numpy import elementwise as npe
 from ..numpy import nn as npn
-from ._lib import call, fbits, par, ptr, suffix
+from ._lib import STREAM_MIN, call, fbits, par, ptr, suffix
 
 SMALL = 1 << 15  # measured: below this a ctypes call (3-6 us) costs more than numpy's loop saves
 _CMP = {"lt": 0, "le": 1, "gt": 2, "ge": 3, "eq": 4, "ne": 5}
@@ -30,7 +30,7 @@ def _relu(x):
     if s is None or x.size < SMALL or not x.flags.c_contiguous:
         return npn.OPS["relu"](x)
     y = np.empty(x.shape, x.dtype)
-    call("relu_" + s, ptr(x), ptr(y), x.size, par(x.size))
+    call("relu_" + s, ptr(x), ptr(y), x.size, par(x.size, STREAM_MIN))
     return y
 
 
@@ -47,7 +47,7 @@ def _where(cond, x, y):
         return npe._where(cond, x, y)
     out = np.empty(shape, dt)
     call("where_" + s, ptr(cond), ptr(x) if xa else 0, ptr(y) if ya else 0, ptr(out), cond.size,
-         0 if xa else fbits(float(x)), 0 if ya else fbits(float(y)), par(cond.size))
+         0 if xa else fbits(float(x)), 0 if ya else fbits(float(y)), par(cond.size, STREAM_MIN))
     return out
 
 
@@ -57,7 +57,7 @@ def _clamp(x, lo, hi):
         return npe._clamp(x, lo, hi)
     out = np.empty(x.shape, x.dtype)
     call("clamp_" + s, ptr(x), ptr(out), x.size, lo is not None, hi is not None,
-         fbits(0.0 if lo is None else float(lo)), fbits(0.0 if hi is None else float(hi)), par(x.size))
+         fbits(0.0 if lo is None else float(lo)), fbits(0.0 if hi is None else float(hi)), par(x.size, STREAM_MIN))
     return out
 
 
@@ -72,7 +72,7 @@ def _cmp_fn(name: str):
         if s is None:
             return fallback(x, y)
         out = np.empty(x.shape, np.bool_)
-        call("cmp_" + s, ptr(x), ptr(out), x.size, code, fbits(float(y)), par(x.size))
+        call("cmp_" + s, ptr(x), ptr(out), x.size, code, fbits(float(y)), par(x.size, STREAM_MIN))
         return out
     run.__name__ = name
     return run

@@ -14,7 +14,7 @@ import numpy as np
 
 from ..numpy import composite as npcomp
 from ..numpy import reduce as npr
-from ._lib import call, fbits, par, ptr, suffix
+from ._lib import STREAM_MIN, call, fbits, par, ptr, suffix
 
 # Below these sizes the numpy backend's code runs: a ctypes call costs 3-6 us, which a softmax
 # (several numpy passes and temporaries) earns back from about 4K elements and a single-pass
@@ -74,7 +74,7 @@ def _reduce_fn(name: str, fallback):
         out = np.empty(_out_shape(x, dim, keepdim), x.dtype)
         scale = 1.0 / R if name == "mean" else 1.0
         div = max(0.0, R - correction) if name == "var" else 1.0   # PyTorch's: inf or NaN when R <= correction
-        call("reduce_" + s, ptr(x), ptr(out), A, R, B, op, fbits(scale), par(x.size) if A * B > 1 else 0,
+        call("reduce_" + s, ptr(x), ptr(out), A, R, B, op, fbits(scale), par(x.size, STREAM_MIN) if A * B > 1 else 0,
              fbits(div))
         return out
     run.__name__ = name
