@@ -167,9 +167,8 @@ def _cpu_stack(index):
     if FUSED_DEFAULTS:
         from .backend.fusion import make_default_cpu_stack
         return make_default_cpu_stack(index)
-    from .backend.autodiff import Autodiff
-    from .backend.numpy import Numpy
-    return Autodiff(Numpy())
+    from .backend.numpy import make_stack
+    return make_stack(index)
 
 
 register_device("cpu", _cpu_stack)

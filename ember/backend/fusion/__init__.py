@@ -1,10 +1,10 @@
 """Fusion: the backend decorator that records ops lazily and runs them as fused ember.cube kernels.
 
 ``Fusion(inner)`` wraps a backend whose handles cube can launch on (numpy arrays for the C target,
-CuPy arrays for CUDA, the Wgpu backend's storages for WGSL). The default ``"cpu"`` device is
-``Autodiff(Fusion(CpuC(), None))`` (ops on small tensors in memory run at once: the
-cost model) when a C compiler works, else the numpy stack. The ``"cpu:fused"`` device, which fuses
-every op it can, is
+CuPy arrays for CUDA, the Wgpu backend's storages for WGSL). With ``EMBER_DEFAULT_FUSION=1`` the
+``"cpu"`` device is ``Autodiff(Fusion(CpuC()))`` with the target's cost model (ops on small tensors in
+memory run at once) when a C compiler works, else the numpy stack. The ``"cpu:fused"`` device, which
+fuses every op it can, is
 ``Autodiff(Fusion(CpuC()))`` when the compiled CPU backend and a C compiler are available, else
 ``Autodiff(Fusion(Numpy()))``; ``"cuda:fused"`` is ``Autodiff(Fusion(Cuda(0)))`` and
 ``"wgpu:fused"`` ``Autodiff(Fusion(Wgpu()))``. The guide is docs/fusion.md.
@@ -49,17 +49,17 @@ def make_cpu_stack(index=None):
 
 
 def make_default_cpu_stack(index=None):
-    """The ``cpu`` backend stack: ``Autodiff(Fusion(CpuC(), None))`` when a C compiler
-    works; else ``Autodiff(Numpy())``, saying so once (fused kernels are C)."""
+    """The ``cpu`` stack under EMBER_DEFAULT_FUSION=1: ``Autodiff(Fusion(CpuC()))`` with the CPU target's
+    cost model when a C compiler works; else the numpy stack, with a warning (fused kernels are C)."""
     from ..autodiff import Autodiff
     if _c_compiler_works():
         from ..cpuc import CpuC
-        return Autodiff(Fusion(CpuC(load=False), None))
+        return Autodiff(Fusion(CpuC(load=False), min_elements=None))
     import warnings
     warnings.warn("ember: no working C compiler (set $CC or install gcc/clang): device 'cpu' runs on the "
                   "numpy backend, without kernel fusion", RuntimeWarning, stacklevel=2)
-    from ..numpy import Numpy
-    return Autodiff(Numpy())
+    from ..numpy import make_stack
+    return make_stack()
 
 
 _GPU_STACKS: dict = {}
@@ -84,9 +84,9 @@ def make_cuda_stack(index=None):
 
 
 def make_default_cuda_stack(index=None):
-    """The ``cuda``/``cuda:N`` backend stack: ``Autodiff(Fusion(Cuda(N), None))`` (the
-    cost model of the default CPU stack: ops on small tensors in memory launch at once)."""
-    return _cuda_stack(index, None)
+    """The ``cuda``/``cuda:N`` stack under EMBER_DEFAULT_FUSION=1: ``Autodiff(Fusion(Cuda(N)))`` with the
+    CUDA target's cost model (ops on tensors in memory under 2^24 elements launch at once)."""
+    return _cuda_stack(index, None)  # None: the target's eager_below
 
 
 def _wgpu_stack(index, min_elements: int):
@@ -110,8 +110,9 @@ def make_wgpu_stack(index=None):
 
 
 def make_default_wgpu_stack(index=None):
-    """The ``wgpu``/``wgpu:N`` backend stack: ``Autodiff(Fusion(Wgpu(N), None))``."""
-    return _wgpu_stack(index, None)
+    """The ``wgpu``/``wgpu:N`` stack under EMBER_DEFAULT_FUSION=1: ``Autodiff(Fusion(Wgpu(N)))`` with the
+    WebGPU target's cost model."""
+    return _wgpu_stack(index, None)  # None: the target's eager_below
 
 
 def kernel_count(device="cpu:fused") -> dict:
