@@ -28,6 +28,7 @@ from ..analysis import Plan, ThreadLoop
 from ..analysis import _arrays_in as _arrays_of
 from ..analysis import _vars_in as _vars_of
 from ..types import Scalar, bool_, f32, f64, i32, i64, u32
+from ..uniform import unswitch
 from .base import C_MATH, CFamily
 
 # libm functions that glibc's libmvec provides vector versions of (x86-64 and aarch64, glibc >= 2.35)
@@ -79,7 +80,8 @@ class CRenderer(CFamily):
 
     def __init__(self, kernel: ir.Kernel, plan: Plan, *, simd_math: bool = True):
         super().__init__(kernel)
-        self.plan = plan
+        # uniform code leaves the simd thread loops (a uniform branch inside one became gathers)
+        self.plan = unswitch(kernel, plan)
         self.simd_math = simd_math
         bx, by, bz = kernel.block
         self.nt = bx * by * bz
