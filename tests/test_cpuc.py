@@ -364,3 +364,58 @@ def test_matmul(sa, sb):
     rng = np.random.default_rng(13)
     a, b = _rand(rng, sa, np.float64), _rand(rng, sb, np.float64)
     _same("matmul", (a, b), {}, np.float64, dict(rtol=1e-10, atol=1e-9))
+
+
+# ---- optimizer step ------------------------------------------------------------------------------
+def _adam_run(device, opt_cls, kw, dtype, make=None):
+    import ember
+    ember.manual_seed(3)
+    ps = [ember.nn.Parameter(ember.randn(300, 70, device=device, dtype=dtype)),
+          ember.nn.Parameter(ember.randn(70, 300, device=device, dtype=dtype).t()),   # a strided parameter
+          ember.nn.Parameter(ember.randn(5, device=device, dtype=dtype))]
+    opt = opt_cls(ps, lr=0.02, **kw)
+    for i in range(4):
+        opt.zero_grad()
+        loss = sum(((p * (i + 1)).tanh() ** 2).sum() for p in ps)
+        loss.backward()
+        opt.step()
+    return [p.detach().numpy() for p in ps] + [opt.state[p][k].numpy() for p in ps for k in ("exp_avg", "exp_avg_sq")]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("name,kw", [("Adam", {}), ("Adam", {"weight_decay": 0.1}), ("AdamW", {}),
+                                     ("AdamW", {"weight_decay": 0.5, "betas": (0.2, 0.5)}),
+                                     ("Adam", {"betas": (0.6, 0.9), "maximize": True})])
+def test_adam_step_is_the_loop_bit_for_bit(name, kw, dtype):
+    # the one-pass kernel computes the optimizer loop's formulas in its order: the numpy stack's numbers
+    import ember
+    calls = []
+    from ember.backend.cpuc import optim as copt
+    real = copt.call
+    copt.call = lambda *a: (calls.append(a[0]), real(*a))
+    try:
+        got = _adam_run("cpu:compiled", getattr(ember.optim, name), kw, getattr(ember, dtype))
+    finally:
+        copt.call = real
+    want = _adam_run("cpu:numpy", getattr(ember.optim, name), kw, getattr(ember, dtype))
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(g, w)
+    assert calls and set(calls) == {"adam_" + ("f32" if dtype == "float32" else "f64")}
+
+
+def test_adam_step_matches_torch_and_refuses_mismatched_moments():
+    import ember
+    import torch
+    w = np.random.default_rng(0).standard_normal((64, 40)).astype(np.float32)
+    p, tp = ember.nn.Parameter(ember.tensor(w, device="cpu:compiled")), torch.nn.Parameter(torch.tensor(w))
+    opt, topt = ember.optim.AdamW([p], lr=0.05, weight_decay=0.2), torch.optim.AdamW([tp], lr=0.05, weight_decay=0.2)
+    for i in range(5):
+        for q, o in ((p, opt), (tp, topt)):
+            o.zero_grad()
+            (q * q * (i + 1)).sum().backward()
+            o.step()
+    np.testing.assert_allclose(p.detach().numpy(), tp.detach().numpy(), rtol=1e-5, atol=1e-6)
+    x = np.zeros(4, np.float32)
+    with pytest.raises(ValueError, match="share shape and dtype"):
+        C.run("adam_step_", (x, x, np.zeros(5, np.float32), x), dict(lr=0.1, beta1=0.9, beta2=0.99, eps=1e-8,
+                                                                     weight_decay=0.0, decoupled=False, step=1.0))

@@ -27,9 +27,9 @@ __all__ = ["CpuC", "make_stack", "compiled_ops"]
 
 
 def _overrides() -> dict:
-    from . import conv, elementwise, linalg, norm, rows
+    from . import conv, elementwise, linalg, norm, optim, rows
     table: dict = {}
-    for mod in (conv, norm, rows, elementwise, linalg):
+    for mod in (conv, norm, rows, elementwise, linalg, optim):
         table.update(mod.OPS)
     return table
 

@@ -8,8 +8,7 @@ SOURCE = r"""
 static void k_relu_$S(const int64_t *a) {
     const $T *x = ARG_P(const $T, 1); $T *y = ARG_P($T, 2);
     const i64 n = a[3];
-    #pragma omp parallel for simd schedule(static) if (a[4])
-    for (i64 i = 0; i < n; i++) y[i] = x[i] < 0 ? ($T)0 : x[i];
+    CPUC_MAP(a[4], n, y[i] = x[i] < 0 ? ($T)0 : x[i]);
 }
 
 /* out = cond ? x : y; x and y are arrays, or scalars (a NULL pointer and the value in xs / ys) */
@@ -20,17 +19,13 @@ static void k_where_$S(const int64_t *a) {
     const i64 n = a[5];
     const $T xs = ($T)cpuc_f64(a[6]), ys = ($T)cpuc_f64(a[7]);
     if (x && y) {
-        #pragma omp parallel for simd schedule(static) if (a[8])
-        for (i64 i = 0; i < n; i++) o[i] = c[i] ? x[i] : y[i];
+        CPUC_MAP(a[8], n, o[i] = c[i] ? x[i] : y[i]);
     } else if (y) {
-        #pragma omp parallel for simd schedule(static) if (a[8])
-        for (i64 i = 0; i < n; i++) o[i] = c[i] ? xs : y[i];
+        CPUC_MAP(a[8], n, o[i] = c[i] ? xs : y[i]);
     } else if (x) {
-        #pragma omp parallel for simd schedule(static) if (a[8])
-        for (i64 i = 0; i < n; i++) o[i] = c[i] ? x[i] : ys;
+        CPUC_MAP(a[8], n, o[i] = c[i] ? x[i] : ys);
     } else {
-        #pragma omp parallel for simd schedule(static) if (a[8])
-        for (i64 i = 0; i < n; i++) o[i] = c[i] ? xs : ys;
+        CPUC_MAP(a[8], n, o[i] = c[i] ? xs : ys);
     }
 }
 
@@ -39,13 +34,12 @@ static void k_clamp_$S(const int64_t *a) {
     const $T *x = ARG_P(const $T, 1); $T *y = ARG_P($T, 2);
     const i64 n = a[3], has_lo = a[4], has_hi = a[5];
     const $T lo = ($T)cpuc_f64(a[6]), hi = ($T)cpuc_f64(a[7]);
-    #pragma omp parallel for simd schedule(static) if (a[8])
-    for (i64 i = 0; i < n; i++) {
+    CPUC_MAP(a[8], n, {
         $T v = x[i];
         if (has_lo) v = (v < lo || lo != lo) ? lo : v;
         if (has_hi) v = (v > hi || hi != hi) ? hi : v;
         y[i] = v;
-    }
+    });
 }
 
 /* x <op> s into a bool array: op 0 lt, 1 le, 2 gt, 3 ge, 4 eq, 5 ne */
@@ -55,28 +49,22 @@ static void k_cmp_$S(const int64_t *a) {
     const $T s = ($T)cpuc_f64(a[5]);
     switch (op) {
     case 0:
-        #pragma omp parallel for simd schedule(static) if (a[6])
-        for (i64 i = 0; i < n; i++) o[i] = x[i] < s;
+        CPUC_MAP(a[6], n, o[i] = x[i] < s);
         break;
     case 1:
-        #pragma omp parallel for simd schedule(static) if (a[6])
-        for (i64 i = 0; i < n; i++) o[i] = x[i] <= s;
+        CPUC_MAP(a[6], n, o[i] = x[i] <= s);
         break;
     case 2:
-        #pragma omp parallel for simd schedule(static) if (a[6])
-        for (i64 i = 0; i < n; i++) o[i] = x[i] > s;
+        CPUC_MAP(a[6], n, o[i] = x[i] > s);
         break;
     case 3:
-        #pragma omp parallel for simd schedule(static) if (a[6])
-        for (i64 i = 0; i < n; i++) o[i] = x[i] >= s;
+        CPUC_MAP(a[6], n, o[i] = x[i] >= s);
         break;
     case 4:
-        #pragma omp parallel for simd schedule(static) if (a[6])
-        for (i64 i = 0; i < n; i++) o[i] = x[i] == s;
+        CPUC_MAP(a[6], n, o[i] = x[i] == s);
         break;
     default:
-        #pragma omp parallel for simd schedule(static) if (a[6])
-        for (i64 i = 0; i < n; i++) o[i] = x[i] != s;
+        CPUC_MAP(a[6], n, o[i] = x[i] != s);
     }
 }
 """

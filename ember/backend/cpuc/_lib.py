@@ -36,6 +36,16 @@ _HEADER = r"""
 typedef int64_t i64;
 static inline double cpuc_f64(i64 v) { double d; memcpy(&d, &v, 8); return d; }
 #define ARG_P(T, i) ((T *)(intptr_t)a[i])
+/* for (i = 0; i < n; i++) body, over OpenMP threads when par is nonzero. Not one "parallel for simd ... if (par)":
+   GCC runs that construct's if-false case as a scalar loop (a 262,144-element relu: 0.23 ms against 0.027) */
+#define CPUC_MAP(par, n, ...) do { \
+    if (par) { \
+        _Pragma("omp parallel for simd schedule(static)") \
+        for (i64 i = 0; i < (n); i++) { __VA_ARGS__; } \
+    } else { \
+        _Pragma("omp simd") \
+        for (i64 i = 0; i < (n); i++) { __VA_ARGS__; } \
+    } } while (0)
 """
 
 # Kernel names in id order; each C kernel is ``static void k_<name>(const int64_t *a)``.
@@ -47,11 +57,12 @@ _error: Exception | None = None
 
 def _instantiate(template: str) -> tuple[str, list[str]]:
     """The source for float and double of a template written with $T (element type), $S (suffix
-    f32/f64), $INF, $EXP and $LOG (the libm functions of the type), and the kernel names it defines."""
+    f32/f64), $INF, $EXP, $LOG and $SQRT (the libm functions of the type), and the kernel names it defines."""
     out, names = [], []
     for T, S in (("float", "f32"), ("double", "f64")):
         text = Template(template).substitute(T=T, S=S, INF="INFINITY", EXP="expf" if T == "float" else "exp",
-                                             LOG="logf" if T == "float" else "log")
+                                             LOG="logf" if T == "float" else "log",
+                                             SQRT="sqrtf" if T == "float" else "sqrt")
         out.append(text)
         for line in text.splitlines():
             if line.startswith("static void k_"):
@@ -61,13 +72,13 @@ def _instantiate(template: str) -> tuple[str, list[str]]:
 
 def _source() -> str:
     from ...cube.runtime.c import compiler
-    from . import _c_conv, _c_ew, _c_norm, _c_rows
+    from . import _c_conv, _c_ew, _c_norm, _c_optim, _c_rows
     parts, names = [_HEADER], []
     if compiler().simd_math:  # glibc's libmvec: vectorised exp/log in omp simd loops, IEEE kept
         parts.append("\n".join(f"#pragma omp declare simd notinbranch\nextern {t} {f}({t});"
                                for t, f in (("float", "expf"), ("double", "exp"), ("float", "logf"),
                                             ("double", "log"))))
-    for mod in (_c_conv, _c_norm, _c_rows, _c_ew):
+    for mod in (_c_conv, _c_norm, _c_rows, _c_ew, _c_optim):
         text, ns = _instantiate(mod.SOURCE)
         parts.append(text)
         names += ns

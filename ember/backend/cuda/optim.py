@@ -12,6 +12,7 @@ import math
 
 import numpy as np
 
+from ..numpy.optim import adam_arrays
 from . import kernels
 from ._util import LOW
 
@@ -48,21 +49,7 @@ def build(xp) -> dict:
                                                bool(decoupled), p, m, v, acc=acc)
             if done is not None:  # the kernel's outputs: p, m and v, updated in place
                 return p
-        t = p.dtype.type
-
-        def num(x):  # a Python float or a 0-d array of the count's math, in p's dtype
-            return t(x) if isinstance(x, float) else x.astype(p.dtype)
-        if weight_decay != 0:
-            if decoupled:
-                p *= t(1 - lr * weight_decay)
-            else:
-                g = g + p * t(weight_decay)
-        w = 1 - beta1  # lerp(m, g, w) as the frontend computes it
-        m[...] = m + t(w) * (g - m) if w < 0.5 else g - (g - m) * t(1 - w)
-        v *= t(beta2)
-        v += g * g * t(1 - beta2)
-        denom = xp.sqrt(v) / num(sqrt_bc2) + t(eps)
-        p -= num(lr / bc1) * (m / denom)
-        return p
+        return adam_arrays(xp, p, g, m, v, lr=lr, beta1=beta1, beta2=beta2, eps=eps, weight_decay=weight_decay,
+                           decoupled=decoupled, bc1=bc1, sqrt_bc2=sqrt_bc2)
 
     return {"adam_step_": _adam_step_}
