@@ -616,6 +616,28 @@ def test_generated_source_is_readable_c():
     assert "void cb_entry" in src and "#pragma omp simd" in src and "y[i] = ((a * x[i]) + y[i]);" in src
 
 
+@cube.kernel
+def masked_scale(x: cube.Array[cube.f32], m: cube.Array[cube.bool_], out: cube.Array[cube.f32],
+                 flags: cube.Array[cube.bool_]):
+    i = cube.global_idx.x
+    if i < x.size:
+        out[i] = cube.where(m[i], cube.f32(0.0), x[i] * 2.0)
+        flags[i] = x[i] > 0.5
+
+
+def test_bool_arrays_are_bytes_in_c(device):
+    # C stores bools as bytes (uint8_t loads compared with 0 vectorise next to floats; C bool loads don't)
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal(300).astype(np.float32)
+    m = rng.random(300) > 0.5
+    out, flags = np.zeros(300, np.float32), np.zeros(300, np.bool_)
+    testing.run(device, masked_scale[3, 128], x, m, out, flags)
+    np.testing.assert_array_equal(out, np.where(m, np.float32(0), x * np.float32(2)))
+    np.testing.assert_array_equal(flags, x > 0.5)
+    src = masked_scale.generated_source(x, m, out, flags, block=128)
+    assert "const uint8_t *m" in src and "(m[i] != 0)" in src and "(uint8_t)(" in src
+
+
 def test_no_compiler_is_a_clear_error(monkeypatch, tmp_path):
     from ember.cube.runtime import c as cr
     monkeypatch.setenv("CC", str(tmp_path / "no-such-cc"))

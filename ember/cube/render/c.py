@@ -116,6 +116,18 @@ class CRenderer(CFamily):
             return f"{array}[({index}) * {self.nt} + cb_tid]"
         return f"{array}[{index}]"
 
+    # bool arrays are bytes: GCC vectorises no loop that loads a C ``bool`` next to floats ("no vectype"),
+    # and a fused ``where(mask, 0, x)`` over 65,536 elements ran 0.3 ms as a scalar loop, 0.02 vectorised
+    @staticmethod
+    def elem_c(t: Scalar) -> str:
+        return "uint8_t" if t is bool_ else t.c
+
+    def from_storage(self, elem: Scalar, text: str) -> str:
+        return f"({text} != 0)" if elem is bool_ else super().from_storage(elem, text)
+
+    def to_storage(self, elem: Scalar, text: str) -> str:
+        return f"(uint8_t)({text})" if elem is bool_ else super().to_storage(elem, text)
+
     def math_name(self, fn: str, t: Scalar) -> str:
         name = super().math_name(fn, t)
         if C_MATH.get(fn) in LIBMVEC:
@@ -221,7 +233,7 @@ class CRenderer(CFamily):
         for name in sorted(_arrays_of(tl.body)):
             dec = self.k.arrays[name]
             if dec.space == "local" and name not in self.plan.spilled_arrays:
-                out.append(f"{p}{dec.elem.c} {name}[{_size(dec)}];")
+                out.append(f"{p}{self.elem_c(dec.elem)} {name}[{_size(dec)}];")
         out += self.stmts(tl.body, depth + 1)
         if any(isinstance(s, ir.Return) for s in ir.walk_stmts(tl.body)):
             out.append(f"{p}cb_next_{tl.id}: ;")
@@ -301,7 +313,8 @@ class CRenderer(CFamily):
             if prm.kind == "array":
                 dec = k.arrays[prm.name]
                 const = "" if dec.written else "const "
-                lines.append(f"{p1}{const}{prm.type.c} *{prm.name} = ({const}{prm.type.c} *)(intptr_t)cb_a[{slot}];")
+                c = self.elem_c(prm.type)
+                lines.append(f"{p1}{const}{c} *{prm.name} = ({const}{c} *)(intptr_t)cb_a[{slot}];")
                 slot += 1
                 for ax in range(prm.ndim):
                     lines.append(f"{p1}const int32_t cb_{prm.name}_d{ax} = (int32_t)cb_a[{slot}];")
@@ -329,9 +342,9 @@ class CRenderer(CFamily):
                   f"{p2}(void)cb_bx; (void)cb_by; (void)cb_bz;"]
         for dec in k.arrays.values():
             if dec.space == "shared":
-                lines.append(f"{p2}{dec.elem.c} {dec.name}[{_size(dec)}];")
+                lines.append(f"{p2}{self.elem_c(dec.elem)} {dec.name}[{_size(dec)}];")
             elif dec.name in plan.spilled_arrays:
-                lines.append(f"{p2}{dec.elem.c} {dec.name}[{_size(dec) * self.nt}];")
+                lines.append(f"{p2}{self.elem_c(dec.elem)} {dec.name}[{_size(dec) * self.nt}];")
         for name in sorted(plan.block_vars & set(k.variables)):
             t = k.variables[name]
             lines.append(f"{p2}{self.type_name(t)} {name} = {self.literal(False if t is bool_ else 0, t)};")
