@@ -64,10 +64,10 @@ def chain_torch(x):
 
 
 def _cpu_columns() -> list:
-    """(device, column) of the CPU sections: cpu:fused, the fused default stack when EMBER_DEFAULT_FUSION=1
-    makes "cpu" one, and the numpy stack."""
+    """(device, column) of the CPU sections: cpu:fused, the default "cpu" stack when it is the fused one (unless
+    EMBER_DEFAULT_FUSION=0), and the numpy stack."""
     from ember import _device
-    return [("cpu:fused", "fused")] + ([("cpu", "default")] if _device.FUSED_DEFAULTS else []) + \
+    return [("cpu:fused", "fused")] + ([("cpu", "default")] if _device.FUSED_CPU_DEFAULT else []) + \
         [("cpu:numpy", "numpy")]
 
 
@@ -499,7 +499,7 @@ def main(argv=None) -> int:
     print(f"# bench/fusion.py: ember {getattr(ember, '__version__', '?')}, torch {torch.__version__}, "
           f"{os.cpu_count()} CPUs, threads torch={torch.get_num_threads()}")
     print("# columns: fused = cpu:fused (Autodiff(Fusion(...)), every op recorded), compiled = ember.compile of "
-          "the cpu:fused step (MLP), default = cpu under EMBER_DEFAULT_FUSION=1 (Fusion with its cost model), "
+          "the cpu:fused step (MLP), default = cpu (Fusion with its cost model), "
           "numpy = cpu:numpy (unfused), torch = eager, compile = torch.compile")
     t0 = time.perf_counter()
     if "chain" in only:

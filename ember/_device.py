@@ -18,9 +18,12 @@ _HINTS: dict[str, str] = {
     "cuda": "install the CUDA backend with `pip install ember[cuda]` on a machine with an NVIDIA GPU",
     "wgpu": "install the WebGPU backend with `pip install ember[wgpu]`",
 }
-# EMBER_DEFAULT_FUSION=1 makes "cpu", "cuda" and "wgpu" the Fusion stacks with their cost model (see
-# docs/fusion.md); it is opt-in while the unfused stacks are faster on small and mid-size models.
-FUSED_DEFAULTS = os.environ.get("EMBER_DEFAULT_FUSION", "") not in ("", "0", "off", "false")
+# What the plain names mean (docs/fusion.md, "The default stacks"): "cpu" is the Fusion stack over the compiled
+# CPU backend, with its cost model; "cuda" and "wgpu" are the unfused stacks, since on a GPU recording costs
+# more host time than a host-bound step has to spare. EMBER_DEFAULT_FUSION=1 makes all three fused, =0 none.
+_FUSION_ENV = os.environ.get("EMBER_DEFAULT_FUSION", "").strip().lower()
+FUSED_DEFAULTS = _FUSION_ENV in ("1", "on", "true")  # "cuda" and "wgpu" fused too
+FUSED_CPU_DEFAULT = _FUSION_ENV not in ("0", "off", "false")
 # Backends that live in optional packages register lazily: the module is imported the first time
 # the device is asked for, so `import ember` never needs CuPy or wgpu. Keys are device types, or a
 # full device string for named variants ("cpu:compiled").
@@ -162,9 +165,9 @@ def set_default_device(spec) -> None:
 
 
 def _cpu_stack(index):
-    """The default CPU stack: Autodiff over the numpy backend; with EMBER_DEFAULT_FUSION=1, Autodiff over
-    Fusion over the compiled CPU backend (ember.backend.fusion.make_default_cpu_stack)."""
-    if FUSED_DEFAULTS:
+    """The default CPU stack: Autodiff over Fusion over the compiled CPU backend when a C compiler works, else
+    the numpy stack (ember.backend.fusion.make_default_cpu_stack); with EMBER_DEFAULT_FUSION=0, the numpy stack."""
+    if FUSED_CPU_DEFAULT:
         from .backend.fusion import make_default_cpu_stack
         return make_default_cpu_stack(index)
     from .backend.numpy import make_stack

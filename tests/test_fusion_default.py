@@ -1,5 +1,5 @@
-"""The fused default stacks (EMBER_DEFAULT_FUSION=1): Fusion over the compiled CPU backend with a cost
-model (ops on small tensors in memory run at once), memory shared with numpy kept in program order,
+"""The fused default stacks ("cpu"; "cuda" and "wgpu" too with EMBER_DEFAULT_FUSION=1): Fusion over the
+compiled CPU backend with a cost model (ops on small tensors in memory run at once), memory shared with numpy kept in program order,
 the numpy fallback without a C compiler, and the plain stacks reachable by name."""
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ except Exception:  # noqa: BLE001
 from ember.backend.fusion.target import CpuTarget
 
 BIG = CpuTarget.eager_below * 2
-# the stack "cpu" is with EMBER_DEFAULT_FUSION=1, on a device of its own
+# the stack "cpu" is (unless EMBER_DEFAULT_FUSION=0), on a device of its own
 DEFAULT = ember.Device("cpu", backend=fusion.make_default_cpu_stack())
 
 
@@ -57,8 +57,14 @@ def test_the_default_cpu_stack_is_fused_with_a_cost_model():
 _SCRIPT = r"""
 import json, numpy as np, ember
 from ember.backend.fusion import Fusion
-out = {"cpu": repr(ember.device("cpu").backend), "numpy": repr(ember.device("cpu:numpy").backend)}
+from ember import _device
+out = {"cpu": repr(ember.device("cpu").backend), "numpy": repr(ember.device("cpu:numpy").backend),
+       "cuda": _device._LAZY["cuda"], "wgpu": _device._LAZY["wgpu"]}
 be = ember.device("cpu").backend.inner
+if not isinstance(be, Fusion):
+    print(json.dumps(out))
+    raise SystemExit
+
 out["min"] = be.min_elements
 n = be.min_elements * 2
 a = np.ones(n, np.float32); t = ember.from_numpy(a); before = t * 2; a[:] = 5; after = t * 2
@@ -68,19 +74,36 @@ print(json.dumps(out))
 """
 
 
-def test_ember_default_fusion_switches_the_cpu_device():
+def _run_script(setting: str | None) -> dict:
     import json
     import os
     import pathlib
     import subprocess
     import sys
     root = pathlib.Path(__file__).resolve().parent.parent
-    env = dict(os.environ, EMBER_DEFAULT_FUSION="1", PYTHONPATH=str(root))
+    env = dict(os.environ, PYTHONPATH=str(root))
     env.pop("EMBER_FUSION_MIN", None)
+    env.pop("EMBER_DEFAULT_FUSION", None)
+    if setting is not None:
+        env["EMBER_DEFAULT_FUSION"] = setting
     r = subprocess.run([sys.executable, "-c", _SCRIPT], env=env, capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr
-    out = json.loads(r.stdout.strip().splitlines()[-1])
-    assert out["cpu"] == "Autodiff(Fusion(CpuC()))" and out["numpy"] == "Autodiff(Numpy())"
+    return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.parametrize("setting,cpu,gpu_fused", [(None, "Autodiff(Fusion(CpuC()))", False),
+                                                   ("1", "Autodiff(Fusion(CpuC()))", True),
+                                                   ("0", "Autodiff(Numpy())", False)])
+def test_ember_default_fusion_picks_the_plain_stacks(setting, cpu, gpu_fused):
+    # unset: "cpu" fused, "cuda"/"wgpu" unfused; 1: all fused; 0: none
+    out = _run_script(setting)
+    assert out["cpu"] == cpu and out["numpy"] == "Autodiff(Numpy())"
+    assert out["cuda"] == ("ember.backend.fusion:make_default_cuda_stack" if gpu_fused else "ember.backend.cuda:make_stack")
+    assert out["wgpu"] == ("ember.backend.fusion:make_default_wgpu_stack" if gpu_fused else "ember.backend.wgpu:make_stack")
+
+
+def test_the_fused_default_keeps_host_memory_in_program_order():
+    out = _run_script(None)
     assert out["min"] == CpuTarget.eager_below
     # the same program on torch: writes through shared numpy arrays are seen in program order
     a = np.ones(4, np.float32)
