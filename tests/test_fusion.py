@@ -125,6 +125,43 @@ def test_reductions_with_prologue(op, dim, keepdim):
     assert r.dtype == ember.float32
 
 
+@pytest.mark.parametrize("op", ["sum", "mean", "amax", "amin"])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_long_reduction_to_one_value_in_two_stages(op, dtype):
+    # 256 x 512 elements to one value: 1024 lanes' partials, then their reduction (two kernels), against torch
+    import torch
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal((256, 512)).astype(dtype)
+    x[3, 7] = 9.5  # a unique maximum
+    xt = t(x)
+    with Launches() as n:
+        r = getattr((xt * 0.5).tanh() + 1, op)()
+        got = r.numpy()
+    tx = (torch.from_numpy(x) * 0.5).tanh() + 1
+    want = getattr(tx.double(), op)().to(getattr(torch, dtype)).numpy()
+    np.testing.assert_allclose(got, want, rtol=1e-6 if dtype == "float32" else 1e-12)
+    assert r.dtype == getattr(ember, dtype) and r.shape == ()
+    assert n.kernels == 2 and n.inner == 0
+    k = (xt + 1).sum(dim=(0, 1), keepdim=True)
+    np.testing.assert_allclose(k.numpy(), (x.astype(np.float64) + 1).sum(keepdims=True), rtol=1e-6)
+    assert k.shape == (1, 1)
+
+
+def test_long_reductions_of_other_kinds():
+    rng = np.random.default_rng(5)
+    ints = rng.integers(-1000, 1000, (300, 256))
+    a = t(ints)
+    assert int((a * 3).sum().item()) == int((ints * 3).sum())                    # int64 partials
+    assert int((a > 0).sum().item()) == int((ints > 0).sum())                    # a bool sum
+    x = rng.standard_normal((200, 333)).astype(np.float32)                       # no lane count divides it
+    np.testing.assert_allclose((t(x) * 2).sum().item(), (x.astype(np.float64) * 2).sum(), rtol=1e-5)
+    y = rng.standard_normal((512, 256)).astype(np.float32)
+    yt = t(y)
+    np.testing.assert_allclose((yt * 2).t().exp().mean().item(), np.exp(y.astype(np.float64) * 2).mean(), rtol=1e-5)
+    y[5, 5] = np.nan
+    assert np.isnan((t(y) + 1).amax().item()) and np.isnan((t(y) + 1).sum().item())
+
+
 def test_integer_and_bool_ops():
     a = t(np.array([[1, -2, 3], [4, 5, -6]], np.int64))
     m = (a > 0) & (a < 5)

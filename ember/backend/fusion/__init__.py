@@ -1,9 +1,10 @@
 """Fusion: the backend decorator that records ops lazily and runs them as fused ember.cube kernels.
 
 ``Fusion(inner)`` wraps a backend whose handles cube can launch on (numpy arrays for the C target,
-CuPy arrays for CUDA, the Wgpu backend's storages for WGSL). With ``EMBER_DEFAULT_FUSION=1`` the
-``"cpu"`` device is ``Autodiff(Fusion(CpuC()))`` with the target's cost model (ops on small tensors in
-memory run at once) when a C compiler works, else the numpy stack. The ``"cpu:fused"`` device, which
+CuPy arrays for CUDA, the Wgpu backend's storages for WGSL). The ``"cpu"`` device is
+``Autodiff(Fusion(CpuC()))`` with the target's cost model (ops on small tensors in memory run at once)
+when a C compiler works, else the numpy stack (``EMBER_DEFAULT_FUSION=0``: the numpy stack); with
+``EMBER_DEFAULT_FUSION=1``, ``"cuda"`` and ``"wgpu"`` are fused the same way. The ``"cpu:fused"`` device, which
 fuses every op it can, is
 ``Autodiff(Fusion(CpuC()))`` when the compiled CPU backend and a C compiler are available, else
 ``Autodiff(Fusion(Numpy()))``; ``"cuda:fused"`` is ``Autodiff(Fusion(Cuda(0)))`` and
@@ -49,7 +50,7 @@ def make_cpu_stack(index=None):
 
 
 def make_default_cpu_stack(index=None):
-    """The ``cpu`` stack under EMBER_DEFAULT_FUSION=1: ``Autodiff(Fusion(CpuC()))`` with the CPU target's
+    """The ``cpu`` stack (unless EMBER_DEFAULT_FUSION=0): ``Autodiff(Fusion(CpuC()))`` with the CPU target's
     cost model when a C compiler works; else the numpy stack, with a warning (fused kernels are C)."""
     from ..autodiff import Autodiff
     if _c_compiler_works():

@@ -94,6 +94,7 @@ class Fusion(Recorder):
             min_elements = os.environ.get("EMBER_FUSION_MIN") or self.target.eager_below
         self.min_elements = int(min_elements)
         self._composed = getattr(self.target, "composed", frozenset())  # optional ops left to the frontend
+        self._split_min = getattr(self.target, "split_min", 0)  # reductions to one value done in two stages
         self._types = self.target.types  # cube types the target fuses (None: every fusible one)
         self._unfused = getattr(self.target, "unfused", frozenset())  # ops the target computes differently
         self._pending: list = []  # weakrefs to pending handles recorded since the last flush

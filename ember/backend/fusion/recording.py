@@ -5,6 +5,8 @@ the op can't be recorded (then it runs on the inner backend as a sync point)."""
 
 from __future__ import annotations
 
+import math
+
 from ..._shape import contiguous_strides
 from ..meta import Meta, infer, is_view_op
 from .graph import FH, Buf, N, Token, broadcast_to, load, push_view
@@ -14,6 +16,7 @@ _SCALARS = frozenset({bool, int, float})
 MAX_DEPTH = 200  # expression depth at which a value is written to memory (chains of thousands of ops)
 _TYPES: dict = {}  # memo of ops.elementwise_types: (op, cast dtype, input dtypes or scalar types) -> answer
 _BOOL = None
+_F64 = None
 
 
 class Recorder:
@@ -114,9 +117,39 @@ class Recorder:
             red_attrs = (op, tuple(sorted(rd)), keep, int(corr))
         else:
             red_attrs = (op, tuple(sorted(rd)), keep)
+            if self._split_min and op != "var" and math.prod(shape) == 1 and math.prod(x.shape) >= self._split_min:
+                r = self._split_reduce(op, x, shape, out)
+                if r is not None:
+                    return r
         red = N("red", (self._leaf(x),), shape, out, red_attrs)
         if x.arr is not None and red.args[0].op == "ld" and op != "var":  # numpy's var: 4 passes, temporaries
             self._src(red, op, inputs, attrs)
+        buf = Buf(None, shape, out, producer=red)
+        fh = FH(shape, out, contiguous_strides(shape), node=load(buf, shape, contiguous_strides(shape), 0, out),
+                token=Token())
+        fh.buf = buf
+        return self._track(fh)
+
+    def _split_reduce(self, op, x, shape, out):
+        """A reduction of all of ``x`` to one value in two stages: the elements viewed as (n / L, L) are reduced
+        over their first dim into L partial results (the L lanes read neighbouring elements: a vectorised
+        column kernel), then the L partials to ``shape``. Partial sums and means are float64 for float
+        results (a float32 sum accumulates in float64 anyway). None when no lane count divides the size or
+        the expression can't be viewed so (then the one-stage reduction runs)."""
+        n = math.prod(x.shape)
+        lanes = next((k for k in (1024, 512, 256, 128, 64) if n % k == 0), None)
+        if lanes is None:
+            return None
+        node = push_view(self._leaf(x), "reshape", {"shape": (n // lanes, lanes)}, (n // lanes, lanes))
+        if node is None:
+            return None
+        part_t = out
+        if op in ("sum", "mean") and self._ctype(out) in ("f32", "f64") and self._ctype(_F64) is not None:
+            part_t = _F64
+        part = Buf(None, (lanes,), part_t, producer=N("red", (node,), (lanes,), part_t, (op, (0,), False)))
+        nd = len(shape)
+        partials = load(part, shape + (lanes,), (0,) * nd + (1,), 0, part_t)
+        red = N("red", (partials,), shape, out, (op, (nd,), False))
         buf = Buf(None, shape, out, producer=red)
         fh = FH(shape, out, contiguous_strides(shape), node=load(buf, shape, contiguous_strides(shape), 0, out),
                 token=Token())
@@ -228,9 +261,9 @@ def _broadcast(a: tuple, b: tuple) -> tuple:
 
 
 def _init():
-    global _BOOL
+    global _BOOL, _F64
     from ... import _dtype
-    _BOOL = _dtype.bool
+    _BOOL, _F64 = _dtype.bool, _dtype.float64
 
 
 _init()

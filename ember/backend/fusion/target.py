@@ -26,7 +26,10 @@ What a target tells the kernel generators (codegen.py, rowgen.py):
   ``from_numpy`` and ``.numpy()`` share memory, so Fusion runs ops on such memory at once);
 * ``composed``: optional ops the frontend should compose on this target although the inner backend has
   them, because the composition fuses with its neighbours and the op would end the fused group (the CPU:
-  dropout, whose one-pass op is a GPU kernel's gain).
+  dropout, whose one-pass op is a GPU kernel's gain);
+* ``split_min``: a reduction of at least this many elements to one value is recorded in two stages
+  (recording.py): partial results across SIMD lanes, then their reduction (0: never; the GPU forms
+  already spread a row over a block).
 """
 
 from __future__ import annotations
@@ -52,6 +55,9 @@ class CpuTarget:
     max_arrays = None
     composed = frozenset({"dropout"})
     shares_host = True
+    # one thread per row on the C target: a sum of 4M elements to one value ran as one scalar lane (77 ms for
+    # x.tanh().sum(), numpy 2.3); split into 1024 lanes' partial sums it vectorises
+    split_min = 1 << 16
     eager_below = 1 << 18  # an elementwise chain fuses faster than numpy from ~64K elements; 2-op ones at ~256K
     POOL_MIN = 1 << 20  # bytes: smaller outputs come from numpy's allocator
     POOL_CAP = 1 << 30  # bytes of large buffers kept for reuse
