@@ -404,8 +404,9 @@ def test_adam_step_is_the_loop_bit_for_bit(name, kw, dtype):
 
 
 def test_adam_step_matches_torch_and_refuses_mismatched_moments():
-    import ember
     import torch
+
+    import ember
     w = np.random.default_rng(0).standard_normal((64, 40)).astype(np.float32)
     p, tp = ember.nn.Parameter(ember.tensor(w, device="cpu:compiled")), torch.nn.Parameter(torch.tensor(w))
     opt, topt = ember.optim.AdamW([p], lr=0.05, weight_decay=0.2), torch.optim.AdamW([tp], lr=0.05, weight_decay=0.2)

@@ -1,6 +1,6 @@
 """The fused default stacks ("cpu"; "cuda" and "wgpu" too with EMBER_DEFAULT_FUSION=1): Fusion over the
-compiled CPU backend with a cost model (ops on small tensors in memory run at once), memory shared with numpy kept in program order,
-the numpy fallback without a C compiler, and the plain stacks reachable by name."""
+compiled CPU backend with a cost model (ops on small tensors in memory run at once), memory shared with
+numpy kept in program order, the numpy fallback without a C compiler, and the plain stacks by name."""
 
 from __future__ import annotations
 
@@ -98,8 +98,9 @@ def test_ember_default_fusion_picks_the_plain_stacks(setting, cpu, gpu_fused):
     # unset: "cpu" fused, "cuda"/"wgpu" unfused; 1: all fused; 0: none
     out = _run_script(setting)
     assert out["cpu"] == cpu and out["numpy"] == "Autodiff(Numpy())"
-    assert out["cuda"] == ("ember.backend.fusion:make_default_cuda_stack" if gpu_fused else "ember.backend.cuda:make_stack")
-    assert out["wgpu"] == ("ember.backend.fusion:make_default_wgpu_stack" if gpu_fused else "ember.backend.wgpu:make_stack")
+    for name in ("cuda", "wgpu"):
+        fused, plain = f"ember.backend.fusion:make_default_{name}_stack", f"ember.backend.{name}:make_stack"
+        assert out[name] == (fused if gpu_fused else plain)
 
 
 def test_the_fused_default_keeps_host_memory_in_program_order():
