@@ -361,7 +361,12 @@ class Fusion(Recorder):
             self._tape_inner(op, vals, attrs, out)
         if out.__class__ is tuple:
             return tuple([self._wrap_out(o, inputs, vals) for o in out])
-        return self._wrap_out(out, inputs, vals)
+        if out is None:
+            return None
+        for x, v in zip(inputs, vals):  # an in-place op returns its input: keep the same handle
+            if out is v and x.__class__ is FH:
+                return x
+        return FH(out.shape, self._dtype_of(out), tuple(self._strides_of(out)), arr=out)
 
     def _needs_flush(self, op, inputs) -> bool:
         """An op on the inner backend must see pending results and writes; one that writes must

@@ -68,7 +68,10 @@ class Numpy:
 
     def strides(self, handle: np.ndarray) -> tuple[int, ...]:
         item = handle.itemsize
-        return tuple(s // item for s in handle.strides)
+        st = handle.strides
+        if len(st) == 2:  # the common case without a generator (asked once per op result under Fusion)
+            return (st[0] // item, st[1] // item)
+        return tuple([s // item for s in st])
 
     def shape(self, handle: np.ndarray) -> tuple[int, ...]:
         return handle.shape
