@@ -59,7 +59,10 @@ class CpuTarget:
     # x.tanh().sum(), numpy 2.3); split into 1024 lanes' partial sums it vectorises
     split_min = 1 << 16
     eager_below = 1 << 18  # an elementwise chain fuses faster than numpy from ~64K elements; 2-op ones at ~256K
-    POOL_MIN = 1 << 20  # bytes: smaller outputs come from numpy's allocator
+    # bytes: smaller outputs come from numpy's allocator. glibc maps blocks of 128 KB and more afresh, and a
+    # fresh block costs a page fault per 4 KB on first touch: a (256, 768) bias add took 0.45 ms with its
+    # output from the allocator, 0.08 ms pooled (1 MB had been the limit)
+    POOL_MIN = 1 << 17
     POOL_CAP = 1 << 30  # bytes of large buffers kept for reuse
 
     def alloc(self, shape: tuple, np_dtype) -> np.ndarray:
