@@ -162,6 +162,21 @@ def test_long_reductions_of_other_kinds():
     assert np.isnan((t(y) + 1).amax().item()) and np.isnan((t(y) + 1).sum().item())
 
 
+def test_ops_on_dtypes_the_target_does_not_fuse_go_straight_to_the_inner_backend():
+    # a bfloat16 op can't be recorded, so it isn't described into the window's signature either
+    import ml_dtypes
+    x = t(np.linspace(-2, 2, 12).astype(ml_dtypes.bfloat16))
+    fu = _fusion()
+    fu.flush()
+    sig = len(fu._sig)
+    with Launches() as n:
+        y = x * 2
+        described = len(fu._sig) - sig
+    assert described == 0 and n.inner == 1 and n.kernels == 0
+    np.testing.assert_array_equal(y.numpy().astype(np.float32), np.linspace(-2, 2, 12).astype(ml_dtypes.bfloat16)
+                                  .astype(np.float32) * 2)
+
+
 def test_integer_and_bool_ops():
     a = t(np.array([[1, -2, 3], [4, 5, -6]], np.int64))
     m = (a > 0) & (a < 5)
