@@ -147,15 +147,10 @@ def predict(model: MnistCNN, images: np.ndarray) -> np.ndarray:
 
 
 def resolve_device(spec: str) -> str:
-    """``auto`` -> the compiled CPU backend when a C compiler works (it trains this CNN about 1.4x
-    faster than the numpy backend), else plain ``cpu``; other names pass through."""
-    if spec != "auto":
-        return spec
-    try:
-        ember.device("cpu:compiled")
-    except ember.BackendUnavailable:
-        return "cpu"
-    return "cpu:compiled"
+    """``auto`` -> ``cpu``: the compiled CPU backend under kernel fusion when a C compiler works (2 epochs of
+    this CNN in 5.6 s against 7.6-8.5 on ``cpu:compiled`` alone), else the numpy backend; other names pass
+    through."""
+    return "cpu" if spec == "auto" else spec
 
 
 def build(args: argparse.Namespace):
@@ -195,8 +190,8 @@ def parser() -> argparse.ArgumentParser:
                    help="auto: the live dashboard in a terminal, one line per epoch otherwise")
     p.add_argument("--resume", action="store_true", help="continue from the last checkpoint in --out")
     p.add_argument("--device", default="auto",
-                   help="where to train: cpu, cpu:compiled, cuda, wgpu, ... (auto: cpu:compiled when a C compiler "
-                        "works, else cpu)")
+                   help="where to train: cpu, cpu:compiled, cuda, wgpu, ... (auto: cpu, which fuses kernels "
+                        "when a C compiler works)")
     return p
 
 
