@@ -12,14 +12,12 @@ import math
 
 import numpy as np
 
-from ..numpy.optim import adam_arrays
+from ..numpy.optim import adam_arrays, check_operands
 from ._lib import STREAM_MIN, call, fbits, par, ptr, suffix
 
 
 def _adam_step_(p, g, m, v, *step_t, lr, beta1, beta2, eps, weight_decay, decoupled, step):
-    if not (p.shape == g.shape == m.shape == v.shape and p.dtype == g.dtype == m.dtype == v.dtype):
-        raise ValueError(f"adam_step_: param, grad and moments must share shape and dtype, got "
-                         f"{[(a.shape, str(a.dtype)) for a in (p, g, m, v)]}")
+    check_operands(p, g, m, v)
     if step_t:  # the count as a tensor (an ember.compile capture): read it now, as each replay does
         step = float(np.asarray(step_t[0]).reshape(-1)[0])
     bc1 = 1.0 - beta1 ** step

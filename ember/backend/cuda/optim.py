@@ -12,7 +12,7 @@ import math
 
 import numpy as np
 
-from ..numpy.optim import adam_arrays
+from ..numpy.optim import adam_arrays, check_operands
 from . import kernels
 from ._util import LOW
 
@@ -26,9 +26,7 @@ def build(xp) -> dict:
     gpu = xp is not np
 
     def _adam_step_(p, g, m, v, *step_t, lr, beta1, beta2, eps, weight_decay, decoupled, step):
-        if not (p.shape == g.shape == m.shape == v.shape and p.dtype == g.dtype == m.dtype == v.dtype):
-            raise ValueError(f"adam_step_: param, grad and moments must share shape and dtype, got "
-                             f"{[(a.shape, str(a.dtype)) for a in (p, g, m, v)]}")
+        check_operands(p, g, m, v)
         st = step_t[0] if step_t else None
         if st is None:
             bc1 = 1.0 - beta1 ** step

@@ -375,12 +375,7 @@ class Fusion(Recorder):
             self._tape_inner(op, vals, attrs, out)
         if out.__class__ is tuple:
             return tuple([self._wrap_out(o, inputs, vals) for o in out])
-        if out is None:
-            return None
-        for x, v in zip(inputs, vals):  # an in-place op returns its input: keep the same handle
-            if out is v and x.__class__ is FH:
-                return x
-        return FH(out.shape, self._dtype_of(out), tuple(self._strides_of(out)), arr=out)
+        return self._wrap_out(out, inputs, vals)
 
     def _needs_flush(self, op, inputs) -> bool:
         """An op on the inner backend must see pending results and writes; one that writes must
@@ -409,7 +404,7 @@ class Fusion(Recorder):
         for x, v in zip(inputs, vals):  # an in-place op returns its input: keep the same handle
             if o is v and x.__class__ is FH:
                 return x
-        return self._wrap(o)
+        return FH(o.shape, self._dtype_of(o), tuple(self._strides_of(o)), arr=o)  # _wrap, inline: once per op
 
     def supports(self, op: str) -> bool:
         # composites stay whole at this level (Autodiff records their own gradient rules, as on the

@@ -124,9 +124,13 @@ class Recorder:
         red = N("red", (self._leaf(x),), shape, out, red_attrs)
         if x.arr is not None and red.args[0].op == "ld" and op != "var":  # numpy's var: 4 passes, temporaries
             self._src(red, op, inputs, attrs)
+        return self._reduced(red, shape, out)
+
+    def _reduced(self, red, shape, out):
+        """The pending handle of reduction node ``red``: its result is a buffer the kernel writes."""
         buf = Buf(None, shape, out, producer=red)
-        fh = FH(shape, out, contiguous_strides(shape), node=load(buf, shape, contiguous_strides(shape), 0, out),
-                token=Token())
+        strides = contiguous_strides(shape)
+        fh = FH(shape, out, strides, node=load(buf, shape, strides, 0, out), token=Token())
         fh.buf = buf
         return self._track(fh)
 
@@ -150,11 +154,7 @@ class Recorder:
         nd = len(shape)
         partials = load(part, shape + (lanes,), (0,) * nd + (1,), 0, part_t)
         red = N("red", (partials,), shape, out, (op, (nd,), False))
-        buf = Buf(None, shape, out, producer=red)
-        fh = FH(shape, out, contiguous_strides(shape), node=load(buf, shape, contiguous_strides(shape), 0, out),
-                token=Token())
-        fh.buf = buf
-        return self._track(fh)
+        return self._reduced(red, shape, out)
 
     def _view(self, op, inputs, attrs):
         x = inputs[0]

@@ -16,6 +16,13 @@ no ``adam_step_``: there the optimizer's own loop is the reference.
 from __future__ import annotations
 
 
+def check_operands(p, g, m, v) -> None:
+    """``adam_step_``'s inputs must share shape and dtype (the optimizer checks before it calls the op)."""
+    if not (p.shape == g.shape == m.shape == v.shape and p.dtype == g.dtype == m.dtype == v.dtype):
+        raise ValueError(f"adam_step_: param, grad and moments must share shape and dtype, got "
+                         f"{[(a.shape, str(a.dtype)) for a in (p, g, m, v)]}")
+
+
 def adam_arrays(xp, p, g, m, v, *, lr, beta1, beta2, eps, weight_decay, decoupled, bc1, sqrt_bc2):
     """Update ``p``, ``m`` and ``v`` in place; ``bc1`` (1 - beta1^t) and ``sqrt_bc2`` (sqrt(1 - beta2^t)) are
     Python floats, or 0-d arrays when the step count lives on the device. Returns ``p``."""
@@ -37,4 +44,4 @@ def adam_arrays(xp, p, g, m, v, *, lr, beta1, beta2, eps, weight_decay, decouple
     return p
 
 
-__all__ = ["adam_arrays"]
+__all__ = ["adam_arrays", "check_operands"]
