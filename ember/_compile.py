@@ -313,11 +313,11 @@ class _Entry:
         for p, fh, arr, g_out, reads in self.params:
             var = p._h
             h = getattr(var, "value", var)
-            if h is not fh and getattr(h, "arr", None) is not arr:
+            if h is not fh and _memory(h) is not arr:
                 return True
             if reads:
                 g = var.grad
-                if g is not g_out and (g is None or g.arr is not g_out.arr):
+                if g is not g_out and (g is None or _memory(g) is not _memory(g_out)):
                     return True
         return False
 
@@ -577,14 +577,20 @@ def _param_guards(optimizers, tape) -> list:
             for p in g["params"]:
                 var = p._h
                 fh = getattr(var, "value", var)
-                arr = getattr(fh, "arr", None)
+                arr = _memory(fh)
                 if arr is None or not hasattr(var, "grad"):
                     continue
                 g_out = var.grad
-                reads = g_out is not None and getattr(g_out, "arr", None) is not None and \
-                    id(_root(g_out.arr)) in tape.external
+                reads = g_out is not None and _memory(g_out) is not None and \
+                    id(_root(_memory(g_out))) in tape.external
                 out.append((p, fh, arr, g_out, reads))
     return out
+
+
+def _memory(h):
+    """The array behind a Fusion handle: its ``arr`` (None while pending), or the inner array itself."""
+    from .backend.fusion.graph import FH
+    return h.arr if h.__class__ is FH else h
 
 
 def _hyper(opt) -> tuple:

@@ -96,7 +96,7 @@ class Fusion(Recorder):
         self._composed = getattr(self.target, "composed", frozenset())  # optional ops left to the frontend
         self._split_min = getattr(self.target, "split_min", 0)  # reductions to one value done in two stages
         self._types = self.target.types  # cube types the target fuses (None: every fusible one)
-        self._dtype_fuses: dict = {}  # dtype -> whether the target fuses it (see _dtypes_fuse)
+        self._dtype_fuses: dict = {}  # dtype -> whether the target fuses it (see _recordable)
         self._unfused = getattr(self.target, "unfused", frozenset())  # ops the target computes differently
         self._pending: list = []  # weakrefs to pending handles recorded since the last flush
         self._writes: dict = {}  # storage id -> (dst Buf, value node, dst array): the last pending write
@@ -104,6 +104,8 @@ class Fusion(Recorder):
         self.stats = {"kernels": 0, "inner_ops": 0, "flushes": 0, "views": 0, "plan_hits": 0, "plans": 0}
         self._dtype_of = inner.dtype
         self._strides_of = inner.strides
+        self._shape_of = inner.shape
+        self._meta_of = getattr(inner, "meta", None) or (lambda h: (inner.shape(h), inner.dtype(h)))
         # the recording window's structural signature (see schedule.py: a flush whose signature was
         # seen before replays that flush's plan); _h hashes it incrementally as ops are recorded
         self._plans: dict = {}
@@ -120,6 +122,7 @@ class Fusion(Recorder):
         self._sids: dict = {}  # storage id -> first leaf slot on it (aliasing is structure)
         self._scal: list = []  # Python scalar values, by slot (kernel arguments, not structure)
         self._srcs: list = []  # (op, inputs, attrs, k) of single ops that may run on the inner backend
+        self._lifted: dict = {}  # id(inner array) -> the FH standing for it in this window (see _lift)
         self._tainted = tainted  # a flush in the middle of recording an op: not cacheable
 
     def __repr__(self) -> str:
@@ -127,7 +130,7 @@ class Fusion(Recorder):
 
     # ---- handles ---------------------------------------------------------------------------------
     def _wrap(self, arr) -> FH:
-        return FH(arr.shape, self._dtype_of(arr), tuple(self._strides_of(arr)), arr=arr)
+        return FH(tuple(self._shape_of(arr)), self._dtype_of(arr), tuple(self._strides_of(arr)), arr=arr)
 
     def _track(self, fh: FH) -> FH:
         fh.idx = len(self._pending)
@@ -238,22 +241,22 @@ class Fusion(Recorder):
 
     # ---- protocol --------------------------------------------------------------------------------
     def run(self, op: str, inputs: tuple, attrs: dict):
-        if _STATE["enabled"] and (op in _RECORDABLE or (op[-1] == "_" and op[:-1] in _RECORDABLE)) and \
-                not (self.min_elements and self._small(inputs)) and not (self._host and self._on_host(inputs)) \
-                and self._dtypes_fuse(inputs):
-            self._busy += 1
-            try:
-                self._note(self._describe(op, inputs, attrs))
-                r = self._record(op, inputs, attrs)
-            finally:
-                self._busy -= 1
-            if r is not None:
-                # the size bound flushes between ops, never inside one: a window cut inside an op
-                # can't be replayed (tainted), so a long step would re-analyse that window every time
-                if len(self._pending) >= MAX_PENDING:
-                    self.flush()
-                return r
-        return self._sync_run(op, inputs, attrs)
+        if _STATE["enabled"] and (op in _RECORDABLE or (op[-1] == "_" and op[:-1] in _RECORDABLE)):
+            lifted = self._recordable(inputs)
+            if lifted is not None:
+                self._busy += 1
+                try:
+                    self._note(self._describe(op, lifted, attrs))
+                    r = self._record(op, lifted, attrs)
+                finally:
+                    self._busy -= 1
+                if r is not None:
+                    # the size bound flushes between ops, never inside one: a window cut inside an op
+                    # can't be replayed (tainted), so a long step would re-analyse that window every time
+                    if len(self._pending) >= MAX_PENDING:
+                        self.flush()
+                    return r
+        return self._pass(op, inputs, attrs)
 
     def _record(self, op: str, inputs: tuple, attrs: dict):
         """The pending handle(s) of ``op``, or None when it is not recorded (then it syncs)."""
@@ -304,43 +307,75 @@ class Fusion(Recorder):
                             return w
         return None
 
-    def _small(self, inputs) -> bool:
-        """Whether every tensor input is in memory and has fewer than ``min_elements`` elements."""
-        limit, seen = self.min_elements, False
+    def _recordable(self, inputs):
+        """``inputs`` with every tensor as an FH (memory lifted into this window), or None when the op
+        runs at once: all its tensor inputs are in memory and small (the cost model), one is memory the
+        program also holds as a host array, or one has a dtype the target doesn't fuse (a bfloat16
+        product under autocast: such an op is not described into the window first)."""
+        limit, small, lift = self.min_elements, bool(self.min_elements), False
         for x in inputs:
-            if x.__class__ is FH:
+            c = x.__class__
+            if c is FH:
                 if x.arr is None:
-                    return False
+                    small = False
+                    continue
+                shape = x.shape
+            elif c in _SCALARS or x is None:
+                continue
+            else:  # the inner backend's own array: a value in memory
+                shape = self._shape_of(x)
+                lift = True
+            if small:
                 n = 1
-                for d in x.shape:
+                for d in shape:
                     n *= d
                 if n >= limit:
-                    return False
-                seen = True
-        return seen
-
-    def _dtypes_fuse(self, inputs) -> bool:
-        """Whether every tensor input has a dtype the target fuses: no op with another (a bfloat16 product
-        under autocast) can be recorded, so it goes to the inner backend without being described first
-        (on the H200's GPT-2 step that was ~130 ops a step)."""
-        known = self._dtype_fuses
+                    small = False
+        if small:
+            return None
+        known, ctype_of = self._dtype_fuses, self._ctype
         for x in inputs:
-            if x.__class__ is FH:
-                ok = known.get(x.dtype)
-                if ok is None:
-                    ok = known[x.dtype] = self._ctype(x.dtype) is not None
-                if not ok:
-                    return False
-        return True
+            c = x.__class__
+            if c is FH:
+                dt = x.dtype
+            elif c in _SCALARS or x is None:
+                continue
+            else:
+                dt = self._dtype_of(x)
+            ok = known.get(dt)
+            if ok is None:
+                ok = known[dt] = ctype_of(dt) is not None
+            if not ok:
+                return None
+        if self._host and self._on_host(inputs):
+            return None
+        if not lift:
+            return inputs
+        return tuple([self._lift(x) if x.__class__ is not FH and x.__class__ not in _SCALARS and x is not None
+                      else x for x in inputs])
+
+    def _lift(self, arr) -> FH:
+        """The handle standing for inner array ``arr`` in this window (one per array, so every read of it
+        is one leaf)."""
+        fh = self._lifted.get(id(arr))
+        if fh is None:
+            fh = self._lifted[id(arr)] = self._wrap(arr)  # holds arr: the id stays its own while cached
+        return fh
 
     def _on_host(self, inputs) -> bool:
         """Whether a tensor input's memory is shared with a host array the program holds."""
         host, storage = self._host, self.inner.storage
         for x in inputs:
-            if x.__class__ is FH and x.arr is not None:
-                r = host.get(id(storage(x.arr)))
-                if r is not None and r() is not None:
-                    return True
+            c = x.__class__
+            if c is FH:
+                if x.arr is None:
+                    continue
+                x = x.arr
+            elif c in _SCALARS or x is None:
+                continue
+            r = host.get(id(storage(x)))
+            if r is not None and r() is not None:
+                return True
         return False
 
     def share(self, h) -> None:
@@ -348,63 +383,80 @@ class Fusion(Recorder):
         now on ops on that memory run at once (see ``_host``). The frontend calls it where it exists."""
         if not self._shares_host:
             return
-        if h.arr is None or self._writes:
-            self.flush()
-            if h.arr is None:
-                raise _failed(h)
-        st = self.inner.storage(h.arr)
+        arr = self._memory(h)
+        st = self.inner.storage(arr)
         key, host = id(st), self._host
         try:
             host[key] = weakref.ref(st, lambda _, key=key: host.pop(key, None))
         except TypeError:  # a storage that can't be weakly referenced: not a host array
             pass
 
-    def _sync_run(self, op, inputs, attrs):
-        if self._needs_flush(op, inputs):
+    def _memory(self, h):
+        """The inner array holding handle ``h``'s value now (pending work on it, or a pending write
+        anywhere, runs first)."""
+        if h.__class__ is FH:
+            if h.arr is None or self._writes:  # a pending write may target this memory
+                self.flush()
+                if h.arr is None:
+                    raise _failed(h)
+            return h.arr
+        if self._writes:
+            self.flush()
+        return h
+
+    def _pass(self, op, inputs, attrs):
+        """Run ``op`` on the inner backend now (the sync point). Handles in memory are the inner
+        backend's own arrays, so an op on them costs one call; materialised pending results (FH) are
+        unwrapped, and an op returning one of its inputs (in-place) returns that input's handle."""
+        if (self._pending or self._writes) and self._needs_flush(op, inputs):
             self.flush()
         if _DEBUG:
             print(f"[ember.fusion] sync: {op} on the inner backend", file=sys.stderr, flush=True)
-        vals = tuple([x.arr if x.__class__ is FH else x for x in inputs])
         self.stats["views" if op in _FREE else "inner_ops"] += 1
+        wrapped = False
+        for x in inputs:
+            if x.__class__ is FH:
+                wrapped = True
+                break
+        vals = tuple([x.arr if x.__class__ is FH else x for x in inputs]) if wrapped else inputs
         tape = self._tape
-        src = tape.random_source(op, attrs) if tape is not None and draws_random(op, attrs) else None
-        out = self.inner.run(op, vals, attrs)
-        if src is not None:  # replays draw fresh numbers from the generator, moving it as eager calls do
-            tape.random(src, self.inner.run, op, vals, attrs, out)
-        elif tape is not None:
-            self._tape_inner(op, vals, attrs, out)
+        if tape is None:
+            out = self.inner.run(op, vals, attrs)
+        else:
+            src = tape.random_source(op, attrs) if draws_random(op, attrs) else None
+            out = self.inner.run(op, vals, attrs)
+            if src is not None:  # replays draw fresh numbers from the generator, moving it as eager calls do
+                tape.random(src, self.inner.run, op, vals, attrs, out)
+            else:
+                self._tape_inner(op, vals, attrs, out)
+        if not wrapped:
+            return out
         if out.__class__ is tuple:
-            return tuple([self._wrap_out(o, inputs, vals) for o in out])
-        return self._wrap_out(out, inputs, vals)
+            return tuple([_same_handle(o, inputs, vals) for o in out])
+        return _same_handle(out, inputs, vals)
 
     def _needs_flush(self, op, inputs) -> bool:
         """An op on the inner backend must see pending results and writes; one that writes must
         also run after pending reads. An op on memory nothing pending touches can run right away."""
-        if not (self._pending or self._writes):
-            return False
         writes = self._writes
         # an in-place op must also wait for pending reads of the memory it writes: the window's leaves
         # (_sids) name every storage it reads or writes
         touched = self._sids if op[-1] == "_" or op == "assign" else None
         tensors = False
         for x in inputs:
-            if x.__class__ is FH:
+            c = x.__class__
+            if c is FH:
                 if x.arr is None:
                     return True
-                tensors = True
-                if writes or touched:
-                    sid = id(self.inner.storage(x.arr))
-                    if sid in writes or (touched is not None and sid in touched):
-                        return True
+                x = x.arr
+            elif c in _SCALARS or x is None:
+                continue
+            tensors = True
+            if writes or touched:
+                sid = id(self.inner.storage(x))
+                if sid in writes or (touched is not None and sid in touched):
+                    return True
         return touched is not None and not tensors  # an in-place op on no tensor: keep the old order
-
-    def _wrap_out(self, o, inputs, vals):
-        if o is None:
-            return None
-        for x, v in zip(inputs, vals):  # an in-place op returns its input: keep the same handle
-            if o is v and x.__class__ is FH:
-                return x
-        return FH(o.shape, self._dtype_of(o), tuple(self._strides_of(o)), arr=o)  # _wrap, inline: once per op
 
     def supports(self, op: str) -> bool:
         # composites stay whole at this level (Autodiff records their own gradient rules, as on the
@@ -419,8 +471,8 @@ class Fusion(Recorder):
             host = np.array(array, copy=True)
             arr = self.inner.write(np.array(host, copy=True))
             tape.write(arr, host)
-            return self._wrap(arr)
-        return self._wrap(self.inner.write(array))
+            return arr
+        return self.inner.write(array)
 
     def _tape_inner(self, op, vals, attrs, out) -> None:
         """Record an op that ran on the inner backend; a result a replay can't redo stops the capture."""
@@ -434,28 +486,27 @@ class Fusion(Recorder):
         if self._tape is not None:
             from ..capture import refuse
             refuse("reading a tensor's values (.item(), .numpy(), .tolist(), print, bool(), control flow on a value)")
-        if h.arr is None or self._writes:  # a pending write may target this memory
-            self.flush()
-            if h.arr is None:
-                raise _failed(h)
-        return self.inner.read(h.arr)
+        return self.inner.read(self._memory(h))
 
+    # a handle is an FH (pending, or a pending result since materialised) or the inner backend's own array
     def shape(self, h):
-        return h.shape
+        return h.shape if h.__class__ is FH else self._shape_of(h)
 
     def dtype(self, h):
-        return h.dtype
+        return h.dtype if h.__class__ is FH else self._dtype_of(h)
 
     def meta(self, h):
-        return h.shape, h.dtype
+        return (h.shape, h.dtype) if h.__class__ is FH else self._meta_of(h)
 
     def strides(self, h):
-        return h.strides
+        return h.strides if h.__class__ is FH else self._strides_of(h)
 
     def storage(self, h):
-        if h.arr is None:
-            return h.token
-        return self._storage_of(h.arr)
+        if h.__class__ is FH:
+            if h.arr is None:
+                return h.token
+            h = h.arr
+        return self._storage_of(h)
 
     def _storage_of(self, arr):
         base = self.inner.storage(arr)
@@ -465,19 +516,13 @@ class Fusion(Recorder):
         return base
 
     def storage_offset(self, h):
-        if h.arr is None or self._writes:
-            self.flush()
-        return self.inner.storage_offset(h.arr)
+        return self.inner.storage_offset(self._memory(h))
 
     def data_ptr(self, h):
-        if h.arr is None or self._writes:
-            self.flush()
-        return self.inner.data_ptr(h.arr)
+        return self.inner.data_ptr(self._memory(h))
 
     def nbytes(self, h):
-        if h.arr is None or self._writes:
-            self.flush()
-        return self.inner.nbytes(h.arr)
+        return self.inner.nbytes(self._memory(h))
 
     def __getattr__(self, name):  # other inner-backend extras: sync, then ask inner about the array
         if name.startswith("__"):
@@ -501,6 +546,14 @@ class Fusion(Recorder):
         elif self._sig:
             self._new_window(self._busy > 0)
 
+
+
+def _same_handle(o, inputs, vals):
+    """An op's result ``o``: the input's own handle when the op returned that input (in-place ops)."""
+    for x, v in zip(inputs, vals):
+        if o is v and x.__class__ is FH:
+            return x
+    return o
 
 
 _RECORDABLE = ELEMENTWISE | REDUCTIONS | VIEWS | COVERED | {"contiguous", "masked_fill", "assign", "matmul"}

@@ -225,7 +225,7 @@ class Recorder:
 
     def _assign(self, dst, src):
         if dst.arr is None:  # a pending write: write its destination again
-            dst = self._wrap(dst.write[1])
+            dst = self._lift(dst.write[1])
         arr = dst.arr
         dt = self._ctype(dst.dtype)
         if dt is not None and self.target.contiguous(arr):
