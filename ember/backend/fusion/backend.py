@@ -241,7 +241,7 @@ class Fusion(Recorder):
 
     # ---- protocol --------------------------------------------------------------------------------
     def run(self, op: str, inputs: tuple, attrs: dict):
-        if _STATE["enabled"] and (op in _RECORDABLE or (op[-1] == "_" and op[:-1] in _RECORDABLE)):
+        if op in _RECORDABLE and _STATE["enabled"]:
             lifted = self._recordable(inputs)
             if lifted is not None:
                 self._busy += 1
@@ -322,8 +322,8 @@ class Fusion(Recorder):
                 shape = x.shape
             elif c in _SCALARS or x is None:
                 continue
-            else:  # the inner backend's own array: a value in memory
-                shape = self._shape_of(x)
+            else:  # the inner backend's own array (every backend's arrays carry .shape): a value in memory
+                shape = x.shape
                 lift = True
             if small:
                 n = 1
@@ -556,7 +556,8 @@ def _same_handle(o, inputs, vals):
     return o
 
 
-_RECORDABLE = ELEMENTWISE | REDUCTIONS | VIEWS | COVERED | {"contiguous", "masked_fill", "assign", "matmul"}
+_RECORDED = ELEMENTWISE | REDUCTIONS | VIEWS | COVERED | {"contiguous", "masked_fill", "assign", "matmul"}
+_RECORDABLE = frozenset(_RECORDED | {op + "_" for op in _RECORDED})  # and their in-place forms
 
 
 def _freeze(v):

@@ -135,22 +135,27 @@ class Recorder:
         return self._track(fh)
 
     def _split_reduce(self, op, x, shape, out):
-        """A reduction of all of ``x`` to one value in two stages: the elements viewed as (n / L, L) are reduced
-        over their first dim into L partial results (the L lanes read neighbouring elements: a vectorised
-        column kernel), then the L partials to ``shape``. Partial sums and means are float64 for float
-        results (a float32 sum accumulates in float64 anyway). None when no lane count divides the size or
-        the expression can't be viewed so (then the one-stage reduction runs)."""
+        """A reduction of all of ``x`` to one value in two stages: L partial results, then their reduction to
+        ``shape``. On the CPU the elements are viewed as (n / L, L) and reduced over the first dim (the L lanes
+        read neighbouring elements: a vectorised column kernel); on a GPU as (L, n / L) and reduced over the
+        last (L rows, a block of threads each, reading contiguous memory: one block for all n elements
+        leaves the GPU idle). Partial sums and means are float64 for float results where the target has
+        float64 (a float32 sum accumulates in float64 anyway). None when no L divides the size or the
+        expression can't be viewed so (then the one-stage reduction runs)."""
         n = math.prod(x.shape)
-        lanes = next((k for k in (1024, 512, 256, 128, 64) if n % k == 0), None)
-        if lanes is None:
+        block = self.target.row_block
+        counts = [k for k in (1024, 512, 256, 128, 64) if n % k == 0]
+        if not counts:
             return None
-        node = push_view(self._leaf(x), "reshape", {"shape": (n // lanes, lanes)}, (n // lanes, lanes))
+        lanes = next((k for k in counts if n // k >= block), counts[-1]) if block else counts[0]
+        view, dim = ((lanes, n // lanes), 1) if block else ((n // lanes, lanes), 0)
+        node = push_view(self._leaf(x), "reshape", {"shape": view}, view)
         if node is None:
             return None
         part_t = out
         if op in ("sum", "mean") and self._ctype(out) in ("f32", "f64") and self._ctype(_F64) is not None:
             part_t = _F64
-        part = Buf(None, (lanes,), part_t, producer=N("red", (node,), (lanes,), part_t, (op, (0,), False)))
+        part = Buf(None, (lanes,), part_t, producer=N("red", (node,), (lanes,), part_t, (op, (dim,), False)))
         nd = len(shape)
         partials = load(part, shape + (lanes,), (0,) * nd + (1,), 0, part_t)
         red = N("red", (partials,), shape, out, (op, (nd,), False))

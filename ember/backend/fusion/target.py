@@ -28,8 +28,8 @@ What a target tells the kernel generators (codegen.py, rowgen.py):
   them, because the composition fuses with its neighbours and the op would end the fused group (the CPU:
   dropout, whose one-pass op is a GPU kernel's gain);
 * ``split_min``: a reduction of at least this many elements to one value is recorded in two stages
-  (recording.py): partial results across SIMD lanes, then their reduction (0: never; the GPU forms
-  already spread a row over a block).
+  (recording.py): partial results (across SIMD lanes on the CPU, one row per block of threads on a GPU),
+  then their reduction (0: never).
 """
 
 from __future__ import annotations

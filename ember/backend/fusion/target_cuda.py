@@ -30,6 +30,9 @@ class CudaTarget:
     # a pass over n float32 elements costs the H200 about n / 500 ns; recording an op costs tens of
     # microseconds of host time: fusion pays on the eager stack from tens of millions of elements
     eager_below = 1 << 24
+    # a reduction of this many elements or more to one value runs in two stages (recording._split_reduce):
+    # one block of threads for all of them leaves the GPU idle (x.sum() of a fused 16M chain on WebGPU: 40 ms)
+    split_min = 1 << 16
     warp = True
     # float32 sums accumulate in float32, as PyTorch's CUDA kernels and Triton's do (each thread's
     # strided partial, then a tree): float64 accumulators cost layer_norm a quarter of its bandwidth

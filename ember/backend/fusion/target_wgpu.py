@@ -44,6 +44,9 @@ class WgpuTarget:
     storage = {"bool_": "u32"}
     row_block = 256  # WebGPU guarantees 256 invocations per workgroup
     eager_below = 1 << 18
+    # a reduction of this many elements or more to one value runs in two stages (recording._split_reduce):
+    # one block of threads for all of them leaves the GPU idle (x.sum() of a fused 16M chain on WebGPU: 40 ms)
+    split_min = 1 << 16
     warp = False
     acc64 = False
     vec4 = False
