@@ -67,7 +67,7 @@ def _cpu_columns() -> list:
     """(device, column) of the CPU sections: cpu:fused, the default "cpu" stack when it is the fused one (unless
     EMBER_DEFAULT_FUSION=0), and the numpy stack."""
     from ember import _device
-    return [("cpu:fused", "fused")] + ([("cpu", "default")] if _device.FUSED_CPU_DEFAULT else []) + \
+    return [("cpu:fused", "fused")] + ([("cpu", "default")] if _device.FUSED_DEFAULTS else []) + \
         [("cpu:numpy", "numpy")]
 
 
@@ -500,7 +500,9 @@ def main(argv=None) -> int:
           f"{os.cpu_count()} CPUs, threads torch={torch.get_num_threads()}")
     print("# columns: fused = cpu:fused (Autodiff(Fusion(...)), every op recorded), compiled = ember.compile of "
           "the cpu:fused step (MLP), default = cpu (Fusion with its cost model), "
-          "numpy = cpu:numpy (unfused), torch = eager, compile = torch.compile")
+          "numpy = cpu:numpy (unfused), torch = eager, compile = torch.compile; GPU rows: fused = cuda:fused, "
+          "ember = cuda (the default: Fusion with its cost model), unfused = cuda:unfused, compiled/graph = "
+          "ember.compile of the cuda:fused/cuda:unfused step")
     t0 = time.perf_counter()
     if "chain" in only:
         bench_chain(2**20 if args.quick else 16 * 2**20, repeats)
@@ -517,8 +519,8 @@ def main(argv=None) -> int:
     if "gpt2" in only:
         bench_gpt2(repeats)
     if args.markdown:
-        keys = sorted({k for _, _, f in ROWS for k in f}, key=lambda k: ["fused", "compiled", "graph", "numpy", "ember",
-                                                                          "torch", "compile"].index(k))
+        order = ["fused", "compiled", "graph", "default", "numpy", "ember", "unfused", "torch", "compile"]
+        keys = sorted({k for _, _, f in ROWS for k in f}, key=lambda k: order.index(k) if k in order else len(order))
         print("\n| what | unit | " + " | ".join(keys) + " |")
         print("|---|---|" + "---:|" * len(keys))
         for what, unit, f in ROWS:

@@ -18,12 +18,11 @@ _HINTS: dict[str, str] = {
     "cuda": "install the CUDA backend with `pip install ember[cuda]` on a machine with an NVIDIA GPU",
     "wgpu": "install the WebGPU backend with `pip install ember[wgpu]`",
 }
-# What the plain names mean (docs/fusion.md, "The default stacks"): "cpu" is the Fusion stack over the compiled
-# CPU backend, with its cost model; "cuda" and "wgpu" are the unfused stacks, since on a GPU recording costs
-# more host time than a host-bound step has to spare. EMBER_DEFAULT_FUSION=1 makes all three fused, =0 none.
+# What the plain names mean (docs/fusion.md, "The default stacks"): "cpu", "cuda" and "wgpu" are Fusion stacks
+# over the compiled backends, each with its target's cost model; EMBER_DEFAULT_FUSION=0 makes them the unfused
+# stacks ("cpu:numpy", "cuda:unfused", "wgpu:unfused" name those either way).
 _FUSION_ENV = os.environ.get("EMBER_DEFAULT_FUSION", "").strip().lower()
-FUSED_DEFAULTS = _FUSION_ENV in ("1", "on", "true")  # "cuda" and "wgpu" fused too
-FUSED_CPU_DEFAULT = _FUSION_ENV not in ("0", "off", "false")
+FUSED_DEFAULTS = _FUSION_ENV not in ("0", "off", "false")
 # Backends that live in optional packages register lazily: the module is imported the first time
 # the device is asked for, so `import ember` never needs CuPy or wgpu. Keys are device types, or a
 # full device string for named variants ("cpu:compiled").
@@ -167,7 +166,7 @@ def set_default_device(spec) -> None:
 def _cpu_stack(index):
     """The default CPU stack: Autodiff over Fusion over the compiled CPU backend when a C compiler works, else
     the numpy stack (ember.backend.fusion.make_default_cpu_stack); with EMBER_DEFAULT_FUSION=0, the numpy stack."""
-    if FUSED_CPU_DEFAULT:
+    if FUSED_DEFAULTS:
         from .backend.fusion import make_default_cpu_stack
         return make_default_cpu_stack(index)
     from .backend.numpy import make_stack

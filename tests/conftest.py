@@ -17,7 +17,10 @@ os.environ.setdefault("XDG_RUNTIME_DIR", tempfile.gettempdir())
 def available_devices() -> list[str]:
     """Device strings of every backend usable on this machine (more appear as backends land)."""
     devices = ["cpu"]
-    for spec in ("cpu:compiled", "cpu:fused", "wgpu", "wgpu:fused", "cuda", "cuda:fused"):
+    # the default stacks ("cpu", "wgpu", "cuda": fused unless EMBER_DEFAULT_FUSION=0), the plain ones by name,
+    # and the devices that record every op ("wgpu" records every op by default: it is "wgpu:fused")
+    for spec in ("cpu:numpy", "cpu:compiled", "cpu:fused", "wgpu", "wgpu:unfused", "cuda", "cuda:unfused",
+                 "cuda:fused"):
         try:
             ember.device(spec)
         except Exception:

@@ -1,4 +1,4 @@
-"""The fused default stacks ("cpu"; "cuda" and "wgpu" too with EMBER_DEFAULT_FUSION=1): Fusion over the
+"""The fused default stacks ("cpu", "cuda" and "wgpu" unless EMBER_DEFAULT_FUSION=0): Fusion over the
 compiled CPU backend with a cost model (ops on small tensors in memory run at once), memory shared with
 numpy kept in program order, the numpy fallback without a C compiler, and the plain stacks by name."""
 
@@ -91,11 +91,11 @@ def _run_script(setting: str | None) -> dict:
     return json.loads(r.stdout.strip().splitlines()[-1])
 
 
-@pytest.mark.parametrize("setting,cpu,gpu_fused", [(None, "Autodiff(Fusion(CpuC()))", False),
+@pytest.mark.parametrize("setting,cpu,gpu_fused", [(None, "Autodiff(Fusion(CpuC()))", True),
                                                    ("1", "Autodiff(Fusion(CpuC()))", True),
                                                    ("0", "Autodiff(Numpy())", False)])
 def test_ember_default_fusion_picks_the_plain_stacks(setting, cpu, gpu_fused):
-    # unset: "cpu" fused, "cuda"/"wgpu" unfused; 1: all fused; 0: none
+    # unset or 1: "cpu", "cuda" and "wgpu" fused; 0: none
     out = _run_script(setting)
     assert out["cpu"] == cpu and out["numpy"] == "Autodiff(Numpy())"
     for name in ("cuda", "wgpu"):
