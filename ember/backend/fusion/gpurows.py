@@ -9,7 +9,7 @@ warp on CUDA, a tree in shared memory on WGSL, which has no warp operations), an
 gets the row's result, so later loops (softmax's sum of exponentials, the normalising loop) read
 it from a register. No atomics: each row's result is written once by thread 0.
 
-When the row fits in ``B * PER`` elements (PER <= 16), the loops are unrolled ``PER`` times with
+When the row fits in ``B * PER`` elements (PER <= 32), the loops are unrolled ``PER`` times with
 ``cube.static_range`` and each input element read along the row is kept in a register array after
 its first load: softmax and layer norm then read their row from memory once, however many loops
 (max, sum, normalise; mean, variance, output) run over it.
@@ -34,7 +34,11 @@ from .codegen import (
 )
 from .rowgen import output_lines, row_addressing, row_geometry
 
-MAX_PER = 16  # elements a thread keeps in registers per cached load
+MAX_PER = 32  # elements a thread keeps in registers per cached load
+# the elements of a row a thread takes when the row is longer than a block's threads: 16 measured best on the
+# H200 for (32768, 4096) rows (layer norm 3,680 -> 3,810-3,850 GB/s, softmax 3,460-3,600 -> 3,880-3,900
+# against 8; tmp_dev-style sweeps in bench/results/2026-12-04-session9.md)
+ROW_ELEMS = 16
 
 
 def _pow2(n: int) -> int:
@@ -55,7 +59,7 @@ def block_rows(reds: list, outputs: list, style, order: list, kgroups: list, kc:
         groups = min(style.row_block // 32, max(1, _pow2(-(-nred // 256))))  # warps sharing a row
         block, stride, start = 32 * groups, groups, "rg"
     else:
-        block = min(style.row_block, max(32, _pow2(-(-nred // 8))))
+        block = min(style.row_block, max(32, _pow2(-(-nred // ROW_ELEMS))))
         stride, start = block, "t"
     per = _pow2(max(1, -(-nred // stride)))
     cached = per <= MAX_PER
