@@ -22,7 +22,7 @@ from ember.backend import fusion
 from ember.backend.fusion import Fusion, codegen
 from ember.backend.fusion.target import CpuTarget
 from ember.cube.testing import has_cuda
-from tests.test_fusion import Launches
+from tests.test_fusion import Launches, _fusion
 
 torch = pytest.importorskip("torch")
 os.environ.setdefault("XDG_RUNTIME_DIR", tempfile.gettempdir())
@@ -151,6 +151,35 @@ def test_layer_norm_one_kernel(dev, shape):
     want = torch.nn.functional.layer_norm(T(x0), shape[-1:], T(w0), T(b0)).numpy()
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
     assert n.total == 1
+
+
+def test_rows_of_whole_vectors_read_and_write_four_at_a_time(dev, monkeypatch):
+    # rows of 4096 float32 split into whole 4-element vectors per thread take the 16-byte form on targets
+    # with vector accesses (the CUDA forms); a row starting off a 16-byte boundary takes the scalar form
+    from ember.backend.fusion import codegen
+    target = _fusion(dev).target
+    launched = []
+    orig = target.launch
+    monkeypatch.setattr(target, "launch", lambda kern, *a: (launched.append(kern), orig(kern, *a))[1])
+    T = torch.tensor
+    x0, w0, b0 = rand(21, 6, 4097), rand(22, 4096), rand(23, 4096)
+    x, w, b = t(dev, x0), t(dev, w0), t(dev, b0)
+    for sl in (slice(0, 4096), slice(1, 4097)):
+        xs = x[:, sl].contiguous() if sl.start == 0 else x[:, sl]
+        got_ln = host(F.layer_norm(xs, (4096,), w, b))
+        got_sm = host(F.softmax(x[:, sl] * 2.0, dim=-1))
+        want_ln = torch.nn.functional.layer_norm(T(x0[:, sl]), (4096,), T(w0), T(b0)).numpy()
+        want_sm = torch.softmax(T(x0[:, sl]) * 2.0, dim=-1).numpy()
+        np.testing.assert_allclose(got_ln, want_ln, rtol=1e-4, atol=1e-4)
+        np.testing.assert_allclose(got_sm, want_sm, rtol=1e-5, atol=1e-7)
+    source_of = {id(k): src for src, k in codegen._KERNELS.items()}
+    rows = [source_of[id(k)] for k in launched if k.__name__ == "fused_rows"]
+    assert len(rows) >= 4
+    vec = [src for src in rows if ".vec4[" in src]
+    if getattr(target, "vec4", False):
+        assert vec and any(".vec4[" not in src for src in rows)
+    else:
+        assert not vec
 
 
 @pytest.mark.parametrize("op", ["sum", "mean", "amax", "amin"])
