@@ -11,6 +11,7 @@ import pytest
 import torch
 
 import ember
+from ember import cube
 from ember.backend import fusion
 from ember.backend.autodiff import Autodiff
 from ember.backend.fusion import Fusion
@@ -165,6 +166,38 @@ def _shared_memory_script(lib, device, n):
 def test_memory_shared_with_numpy_keeps_program_order(device):
     got = _shared_memory_script(ember, device, BIG)
     want = _shared_memory_script(torch, "cpu", BIG)
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(g, w)
+
+
+def _write_behind_a_pending_read(lib, device, n, how):
+    """A value computed from x before the program writes x's memory directly must not see the write."""
+    x = lib.ones(n, device=device)
+    z = x * 2  # pending on a fused device: it reads x
+    if how == "numpy":
+        x.numpy()[:] = 5
+    elif how == "dlpack":
+        np.from_dlpack(x)[:] = 5
+    else:  # a cube kernel writing x in place (the torch program writes it with fill_)
+        if lib is torch:
+            x.fill_(5)
+        else:
+            _FILL[(n + 255) // 256, 256](x, 5.0)
+    return np.asarray(z.numpy()).copy(), np.asarray(x.numpy()).copy()
+
+
+@cube.kernel
+def _FILL(x: cube.Array[cube.f32], v: cube.f32):
+    i = cube.block_idx.x * cube.block_dim.x + cube.thread_idx.x
+    if i < x.size:
+        x[i] = v
+
+
+@pytest.mark.parametrize("how", ["numpy", "dlpack", "cube"])
+@pytest.mark.parametrize("device", [DEFAULT, "cpu:fused"], ids=["default", "cpu:fused"])
+def test_pending_reads_run_before_the_program_writes_the_memory(device, how):
+    got = _write_behind_a_pending_read(ember, device, BIG, how)
+    want = _write_behind_a_pending_read(torch, "cpu", BIG, how)
     for g, w in zip(got, want):
         np.testing.assert_array_equal(g, w)
 

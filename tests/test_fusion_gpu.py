@@ -435,3 +435,27 @@ def test_cuda_sources_render_for_every_kernel_kind(monkeypatch):
     assert any("static_range" in s for s in rows) and any("range(t, s1" in s for s in rows)  # cached, not
     assert any("rg = t // 32" in s for s in rows)  # 32 adjacent outputs a block
     assert codegen.GENERATED[0] > 0
+
+
+@pytest.mark.skipif(not has_cuda(), reason="no CUDA GPU")
+def test_cube_kernels_on_pending_cuda_tensors_run_in_program_order():
+    # a kernel launched on a pending tensor gets its computed memory; one writing memory that a pending op
+    # reads runs after that op (Fusion.share flushes it first), as in eager PyTorch
+    from ember import cube
+
+    @cube.kernel
+    def scale(x: cube.Array[cube.f32], out: cube.Array[cube.f32], a: cube.f32):
+        i = cube.block_idx.x * cube.block_dim.x + cube.thread_idx.x
+        if i < x.size:
+            out[i] = x[i] * a
+
+    n = 1 << 12
+    x = ember.ones(n, device="cuda:fused")
+    y = x * 2.0                      # pending, reads x
+    z = x + 1.0                      # pending, read by the kernel below
+    out = ember.empty(n, device="cuda:fused")
+    scale[(n + 255) // 256, 256](z, out, 3.0)
+    scale[(n + 255) // 256, 256](x, x, 5.0)   # writes x: y must still be 2
+    np.testing.assert_array_equal(host(out), np.full(n, 6.0, np.float32))
+    np.testing.assert_array_equal(host(y), np.full(n, 2.0, np.float32))
+    np.testing.assert_array_equal(host(x), np.full(n, 5.0, np.float32))

@@ -378,18 +378,23 @@ class Fusion(Recorder):
                 return True
         return False
 
-    def share(self, h) -> None:
-        """The program holds a host array on ``h``'s memory (``from_numpy``, ``.numpy()``, DLPack): from
-        now on ops on that memory run at once (see ``_host``). The frontend calls it where it exists."""
-        if not self._shares_host:
-            return
+    def share(self, h):
+        """Memory the program now reads or writes outside the op stream (a host array from ``from_numpy``,
+        ``.numpy()`` or DLPack, a cube kernel launched on a tensor): pending work that computes, reads or
+        writes it runs now, and on the CPU target later ops on it run at once (see ``_host``), so the
+        program's own reads and writes happen in program order with the tensor's ops. Returns the inner
+        array holding ``h``'s value. The frontend and cube's runtime call it where it exists."""
         arr = self._memory(h)
         st = self.inner.storage(arr)
-        key, host = id(st), self._host
-        try:
-            host[key] = weakref.ref(st, lambda _, key=key: host.pop(key, None))
-        except TypeError:  # a storage that can't be weakly referenced: not a host array
-            pass
+        if id(st) in self._sids:  # a pending op reads this memory: it must not see what the program writes
+            self.flush()
+        if self._shares_host:
+            key, host = id(st), self._host
+            try:
+                host[key] = weakref.ref(st, lambda _, key=key: host.pop(key, None))
+            except TypeError:  # a storage that can't be weakly referenced: not a host array
+                pass
+        return arr
 
     def _memory(self, h):
         """The inner array holding handle ``h``'s value now (pending work on it, or a pending write

@@ -49,7 +49,9 @@ def _tensor_arg(t):
         return numpy_arg(a, t)
     if dev.type == "cuda":
         from .cuda import cuda_arg
-        h = t._h
+        share = getattr(dev.backend, "share", None)
+        # a lazy layer (Fusion): its pending work on this memory runs first; it answers the array itself
+        h = share(t._h) if share is not None else t._h
         return cuda_arg(getattr(h, "value", h), t)
     return f"tensors on device {dev} are not supported by cube"
 
