@@ -159,8 +159,12 @@ def test_rows_of_whole_vectors_read_and_write_four_at_a_time(dev, monkeypatch):
     from ember.backend.fusion import codegen
     target = _fusion(dev).target
     launched = []
-    orig = target.launch
-    monkeypatch.setattr(target, "launch", lambda kern, *a: (launched.append(kern), orig(kern, *a))[1])
+    orig = type(target).launch  # patched on the class: an instance attribute would outlive the test
+
+    def launch(self, kern, *a):
+        launched.append(kern)
+        return orig(self, kern, *a)
+    monkeypatch.setattr(type(target), "launch", launch)
     T = torch.tensor
     x0, w0, b0 = rand(21, 6, 4097), rand(22, 4096), rand(23, 4096)
     x, w, b = t(dev, x0), t(dev, w0), t(dev, b0)

@@ -25,6 +25,7 @@ sync runs is also appended to the tape, and host reads are refused (CaptureSyncE
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import sys
 import weakref
@@ -318,19 +319,19 @@ class Fusion(Recorder):
             if c is FH:
                 if x.arr is None:
                     small = False
-                    continue
-                shape = x.shape
+                elif small and math.prod(x.shape) >= limit:
+                    small = False
             elif c in _SCALARS or x is None:
                 continue
-            else:  # the inner backend's own array (every backend's arrays carry .shape): a value in memory
-                shape = x.shape
+            else:  # the inner backend's own array: a value in memory
                 lift = True
-            if small:
-                n = 1
-                for d in shape:
-                    n *= d
-                if n >= limit:
-                    small = False
+                if small:
+                    try:
+                        n = x.size  # numpy's and CuPy's arrays
+                    except AttributeError:  # a handle without it (WebGPU's): its shape's product
+                        n = math.prod(x.shape)
+                    if n >= limit:
+                        small = False
         if small:
             return None
         known, ctype_of = self._dtype_fuses, self._ctype
