@@ -72,7 +72,8 @@ def block_rows(reds: list, outputs: list, style, order: list, kgroups: list, kc:
     cached = per <= MAX_PER
     exact = cached and per * stride == nred  # every (thread, step) has an element: no bounds test
     ragged = column and nout % 32 != 0  # the last block's lanes past the last row
-    vec = exact and per % 4 == 0 and _vec_rows(style, reds, outputs, order, kgroups, rgroups, rc, ost, rbufs)
+    vec = not column and exact and per % 4 == 0 and \
+        _vec_rows(style, reds, outputs, order, kgroups, rgroups, rc, ost, rbufs)
     lanes = 4 if vec else 1
     warp = bool(style.warp) and not column
     acc64 = style.acc64
