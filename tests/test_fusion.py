@@ -153,8 +153,14 @@ def test_long_reductions_of_other_kinds():
     a = t(ints)
     assert int((a * 3).sum().item()) == int((ints * 3).sum())                    # int64 partials
     assert int((a > 0).sum().item()) == int((ints > 0).sum())                    # a bool sum
-    x = rng.standard_normal((200, 333)).astype(np.float32)                       # no lane count divides it
+    x = rng.standard_normal((200, 333)).astype(np.float32)                       # 370 lanes
     np.testing.assert_allclose((t(x) * 2).sum().item(), (x.astype(np.float64) * 2).sum(), rtol=1e-5)
+    for shape, kernels in (((1001, 1003), 2), ((65537,), 1)):  # odd factors: 1003 lanes; a prime: one stage
+        z = rng.standard_normal(shape).astype(np.float32)
+        with Launches() as n:
+            got = (t(z) * 2).amax().item(), (t(z) * 2).mean().item()
+        np.testing.assert_allclose(got, ((z * 2).max(), (z.astype(np.float64) * 2).mean()), rtol=1e-5)
+        assert n.kernels == 2 * kernels
     y = rng.standard_normal((512, 256)).astype(np.float32)
     yt = t(y)
     np.testing.assert_allclose((yt * 2).t().exp().mean().item(), np.exp(y.astype(np.float64) * 2).mean(), rtol=1e-5)

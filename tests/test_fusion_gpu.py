@@ -198,8 +198,8 @@ def test_reductions_with_prologue(dev, op, dim):
 
 @pytest.mark.parametrize("op", ["sum", "mean", "amax", "amin"])
 def test_long_reduction_to_one_value_runs_in_rows(dev, op):
-    # 2^18 elements to one value: 1024 rows reduced by a block each, then the 1024 partials (two kernels); a
-    # size no row count divides stays one kernel
+    # 2^18 elements to one value: 1024 rows reduced by a block each, then the 1024 partials (two kernels); so
+    # does a size with odd factors (1001 rows of 1003); a prime size stays one kernel
     import torch
     x0 = rand(11, 512, 512)
     x0[100, 7] = 9.5  # a unique maximum
@@ -209,11 +209,12 @@ def test_long_reduction_to_one_value_runs_in_rows(dev, op):
     want = getattr((torch.from_numpy(x0).double() * 0.5).tanh() + 1.0, op)().item()
     assert got == pytest.approx(want, rel=1e-5)
     assert n.kernels == 2 and n.inner == 0
-    y0 = rand(12, 200, 333)
-    with Launches(dev) as n:
-        got = (t(dev, y0) * 2.0).sum().item()
-    assert got == pytest.approx(float((y0.astype(np.float64) * 2).sum()), rel=1e-4, abs=1e-3)
-    assert n.kernels == 1
+    for shape, kernels in (((1001, 1003), 2), ((65537,), 1)):
+        y0 = rand(12, *shape)
+        with Launches(dev) as n:
+            got = (t(dev, y0) * 2.0).sum().item()
+        assert got == pytest.approx(float((y0.astype(np.float64) * 2).sum()), rel=1e-4, abs=1e-3)
+        assert n.kernels == kernels
 
 
 def test_bool_and_integer_values(dev):
