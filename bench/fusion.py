@@ -18,11 +18,13 @@ GPU section (``gpu``): runs when ``ember.device("cuda")`` exists (the issue's GP
 on 256M float32, softmax and layer_norm on (32768, 4096), in GB/s, ten calls per timed sample), and
 says why not otherwise. ``gpt2``: the GPT-2 124M training step (batch 8 x 1024 tokens, bf16 autocast,
 AdamW, dropout 0.1) in ms, and each column's first step (its cold start); there ``ember`` is the eager
-step on ``cuda`` (the unfused stack, or Fusion with its cost model under EMBER_DEFAULT_FUSION=1, which
-adds an ``unfused`` column for cuda:unfused), ``compiled`` ember.compile of the cuda:fused step,
+step on the default ``cuda`` (Fusion with its cost model; ``unfused`` is cuda:unfused, a column unless
+EMBER_DEFAULT_FUSION=0 makes ``cuda`` the unfused stack), ``compiled`` ember.compile of the cuda:fused step,
 ``fused`` the eager cuda:fused step and ``graph`` ember.compile of the unfused step (a CUDA graph of its
-kernels); BENCH_GPT2_COLUMNS=ember,unfused,... picks columns. torch.compile may be
-unavailable or fail on a machine: its column then says n/a.
+kernels); BENCH_GPT2_COLUMNS=ember,unfused,... picks columns. ``gpt2-interleaved`` (not run by
+default) times the eager steps of ``cuda``, cuda:unfused and PyTorch taking turns in one process: the
+comparison to quote on a host whose speed moves. torch.compile may be unavailable or fail on a machine:
+its column then says n/a.
 """
 
 from __future__ import annotations
@@ -283,8 +285,8 @@ INNER = 10  # GPU calls per timed sample
 
 def bench_gpu(repeats: int) -> None:
     """The issue's GPU workloads: the chain on 256M float32, softmax and layer_norm on (32768, 4096),
-    for cuda:fused (``fused``), the ``cuda`` stack (``ember``; with EMBER_DEFAULT_FUSION=1 that is Fusion
-    with its cost model, and cuda:unfused gets a column), PyTorch eager and torch.compile, in GB/s (one read and one
+    for cuda:fused (``fused``), the default ``cuda`` stack (``ember``: Fusion with its cost model; cuda:unfused
+    gets a column unless EMBER_DEFAULT_FUSION=0), PyTorch eager and torch.compile, in GB/s (one read and one
     write of every element). Throughput: each sample is INNER calls issued back to back, then a
     device-wide synchronize (for the Fusion stacks after forcing each call's flush, see _flushed), as a
     training loop issues work; every column is timed the same way."""
@@ -487,12 +489,44 @@ def bench_gpt2(repeats: int) -> None:
     row("GPT-2 first step (cold start)", "s", **cold)
 
 
+def bench_gpt2_interleaved(rounds: int) -> None:
+    """The eager GPT-2 124M step (as bench_gpt2) on the default ``cuda`` stack, cuda:unfused and PyTorch,
+    taking turns: each round times 3 steps of every column in turn (synchronised), and each column's figure
+    is its median step over the rounds, so a host whose speed moves during the run moves every column."""
+    import statistics
+    if not torch.cuda.is_available():
+        print("# gpt2-interleaved skipped: PyTorch has no CUDA here")
+        return
+    try:
+        ember.device("cuda")
+    except Exception as e:  # noqa: BLE001
+        print(f"# gpt2-interleaved skipped: no ember CUDA device here ({type(e).__name__})")
+        return
+    import ember.cuda as ecuda
+    steps = {"ember": (_gpt2_ember("cuda", False)[0], ecuda.synchronize),
+             "unfused": (_gpt2_ember("cuda:unfused", False)[0], ecuda.synchronize),
+             "torch": (_gpt2_torch(False)[0], torch.cuda.synchronize)}
+    times = {k: [] for k in steps}
+    for step, sync in steps.values():
+        for _ in range(2):
+            step()
+        sync()
+    for _ in range(rounds):
+        for k, (step, sync) in steps.items():
+            for _ in range(3):
+                t0 = time.perf_counter()
+                step()
+                sync()
+                times[k].append(time.perf_counter() - t0)
+    row("GPT-2 124M eager step (interleaved)", "ms", **{k: 1e3 * statistics.median(v) for k, v in times.items()})
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="smaller sizes and fewer repeats (a smoke run)")
     ap.add_argument("--markdown", action="store_true", help="also print the table as markdown")
     ap.add_argument("--only", default="chain,mlp,cnn,cold,gpu,gpt2",
-                    help="comma-separated sections to run (also: mlp-interleaved)")
+                    help="comma-separated sections to run (also: mlp-interleaved, gpt2-interleaved)")
     args = ap.parse_args(argv)
     only = set(args.only.split(","))
     repeats = 3 if args.quick else 7
@@ -518,6 +552,8 @@ def main(argv=None) -> int:
         bench_gpu(repeats)
     if "gpt2" in only:
         bench_gpt2(repeats)
+    if "gpt2-interleaved" in only:
+        bench_gpt2_interleaved(2 * repeats)
     if args.markdown:
         order = ["fused", "compiled", "graph", "default", "numpy", "ember", "unfused", "torch", "compile"]
         keys = sorted({k for _, _, f in ROWS for k in f}, key=lambda k: order.index(k) if k in order else len(order))

@@ -44,7 +44,7 @@ from .rowgen import output_lines, row_addressing, row_geometry
 MAX_PER = 32  # elements a thread keeps in registers per cached load
 # the elements of a row a thread takes when the row is longer than a block's threads: 16 measured best on the
 # H200 for (32768, 4096) rows (layer norm 3,680 -> 3,810-3,850 GB/s, softmax 3,460-3,600 -> 3,880-3,900
-# against 8; tmp_dev-style sweeps in bench/results/2026-12-04-session9.md)
+# against 8; the sweeps are in bench/results/2026-12-04-session9.md)
 ROW_ELEMS = 16
 
 
@@ -125,8 +125,7 @@ def block_rows(reds: list, outputs: list, style, order: list, kgroups: list, kc:
         pst = tuple(n.attrs[0][d] for d in order)
         kst_, rst_ = _strides_in(kgroups, pst), _strides_in(rgroups, pst)
         key = (id(buf), kst_, rst_, n.attrs[1])
-        along = any(rst_)
-        if vec and along:  # one 16-byte load a vector, its four lanes read as .x .. .w
+        if vec and any(rst_):  # along the row: one 16-byte load a vector, its four lanes read as .x .. .w
             return vec_load(key, a, kst_, n)
         hit = lcache.get(key)
         if hit is not None:
