@@ -152,16 +152,33 @@ def push_view(node: N, op: str, attrs: dict, shape: tuple, memo: dict | None = N
     return new
 
 
-def broadcast_to(node: N, shape: tuple) -> N:
-    """``node`` expanded to ``shape`` (always possible: expand is strides on every leaf)."""
+def broadcast_to(node: N, shape: tuple, memo: dict | None = None) -> N:
+    """``node`` expanded to ``shape`` (always possible: expand is strides on every leaf). The caller has
+    checked that the shapes broadcast; a leaf gets stride 0 on the dims it is broadcast along (written
+    out, not as a reshape and an expand through push_view: a layer norm broadcasts two values a call)."""
     if node.shape == shape:
         return node
     if node.op == "sc":
         return N("sc", node.args, shape, node.dtype, node.attrs)
-    if len(node.shape) < len(shape):
+    if memo is None:
+        memo = {}
+    hit = memo.get(id(node))
+    if hit is not None:
+        return hit
+    if node.op == "ld":
+        strides, offset = node.attrs
         lead = len(shape) - len(node.shape)
-        node = push_view(node, "reshape", {"shape": (1,) * lead + tuple(node.shape)}, (1,) * lead + tuple(node.shape))
-    return push_view(node, "expand", {"shape": shape}, shape)
+        st = [0] * lead
+        for n, s, t in zip(node.shape, strides, shape[lead:]):
+            st.append(s if n == t else 0)
+        new = N("ld", node.args, shape, node.dtype, (tuple(st), offset))
+    elif node.op == "red":
+        raise ValueError("a reduction node is read through its buffer, not broadcast")
+    else:
+        new = N(node.op, tuple([None if a is None else broadcast_to(a, shape, memo) for a in node.args]), shape,
+                node.dtype, node.attrs)
+    memo[id(node)] = new
+    return new
 
 
 def loads(*trees) -> list:
