@@ -17,7 +17,7 @@ import pytest
 
 import ember
 import ember.nn.functional as F
-from ember import _device
+from ember import _device, cube
 from ember.backend import fusion
 from ember.backend.fusion import Fusion, codegen
 from ember.backend.fusion.target import CpuTarget
@@ -446,8 +446,6 @@ def test_cuda_sources_render_for_every_kernel_kind(monkeypatch):
 def test_cube_kernels_on_pending_cuda_tensors_run_in_program_order():
     # a kernel launched on a pending tensor gets its computed memory; one writing memory that a pending op
     # reads runs after that op (Fusion.share flushes it first), as in eager PyTorch
-    from ember import cube
-
     @cube.kernel
     def scale(x: cube.Array[cube.f32], out: cube.Array[cube.f32], a: cube.f32):
         i = cube.block_idx.x * cube.block_dim.x + cube.thread_idx.x
