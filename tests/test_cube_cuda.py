@@ -105,6 +105,18 @@ def _samples():
         cube.atomic_cas(g, 1, 0.0, 2.0)
 
     yield more_atomics, (np.zeros(4, np.int64), np.zeros(4), np.zeros(4, np.float32)), 32
+    yield _hinted, (np.zeros(16, np.float32), np.zeros(16, np.int32), np.zeros(16, np.float32), f32), 4
+
+
+@cube.kernel(eviction_policy="evict_last")
+def _hinted(x: cube.Array[cube.f32], n: cube.Array[cube.i32], io: cube.Array[cube.f32], out: cube.Array[cube.f32]):
+    # x and n are only read (their vector loads take the hint), io is read and written (its loads stay plain)
+    i = cube.global_idx.x
+    if i * 4 < out.size:
+        k = n.vec4[i]
+        v = x.vec4[i] * 2.0 + io.vec4[i]
+        io.vec4[i] = v
+        out.vec4[i] = v + cube.vec4(cube.f32(k.x), cube.f32(k.y), cube.f32(k.z), cube.f32(k.w)) + x[i]
 
 
 def _bundle(target: str) -> str:
@@ -203,3 +215,51 @@ def test_contract_gives_the_fused_multiply_add_on_cuda():
         out = cupy.empty(256, np.float32)
         kern[1, 256](cupy.asarray(a), cupy.asarray(b), cupy.asarray(c), out)
         np.testing.assert_array_equal(cupy.asnumpy(out), want)
+
+
+def _hinted_operands():
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal(64).astype(np.float32)
+    n = rng.integers(-9, 9, 64).astype(np.int32)
+    io = rng.standard_normal(64).astype(np.float32)
+    v = x * 2.0 + io
+    return (x, n, io), (v, v + n.astype(np.float32) + x[np.arange(64) // 4])  # out: x[i] added to vector i
+
+
+def test_eviction_policy_hints_the_vector_loads_of_read_only_arrays():
+    """cube.kernel(eviction_policy=...) renders on CUDA as PTX loads with an L1 priority and an L2 cache
+    policy, for the vector loads of arrays the kernel doesn't write; HIP and the C target ignore it and the
+    kernel computes the same values."""
+    (x, n, io), (want_io, want) = _hinted_operands()
+    out = np.empty_like(x)
+    io_c = io.copy()
+    _hinted[1, 16](x, n, io_c, out)
+    np.testing.assert_allclose(io_c, want_io, rtol=1e-6)
+    np.testing.assert_allclose(out, want, rtol=1e-6)
+    src = _hinted.generated_source(x, n, io, out, block=16, device="cuda")
+    assert "createpolicy.fractional.L2::evict_last.b64" in src
+    for ptx in ("f32", "b32"):
+        assert f"ld.global.L1::evict_last.L2::cache_hint.v4.{ptx}" in src
+    assert "cb_ld_evict_last_f32x4(&x[" in src and "cb_ld_evict_last_i32x4(&n[" in src
+    assert "cb_ld_evict_last_f32x4(&io[" not in src  # written by the kernel: a plain load
+    assert "reinterpret_cast<const float4 *>(&io[" in src
+    assert "asm" not in _hinted.generated_source(x, n, io, out, block=16, device="hip")
+    plain = cube.kernel(_hinted.fn)
+    assert "cache_hint" not in plain.generated_source(x, n, io, out, block=16, device="cuda")
+
+
+def test_eviction_policy_must_be_a_known_hint():
+    with pytest.raises(ValueError, match="eviction_policy must be one of .*'evict_first', 'evict_last'.* got 'keep'"):
+        cube.kernel(_hinted.fn, eviction_policy="keep")
+
+
+@pytest.mark.skipif(not HAS_CUDA, reason="needs CuPy and a CUDA GPU")
+def test_eviction_policy_kernels_run_on_cuda():
+    import cupy
+    (x, n, io), (want_io, want) = _hinted_operands()
+    for policy in ("evict_last", "evict_first"):
+        kern = cube.kernel(_hinted.fn, eviction_policy=policy)
+        io_d, out = cupy.asarray(io), cupy.empty(64, np.float32)
+        kern[1, 16](cupy.asarray(x), cupy.asarray(n), io_d, out)
+        np.testing.assert_allclose(cupy.asnumpy(io_d), want_io, rtol=1e-6)
+        np.testing.assert_allclose(cupy.asnumpy(out), want, rtol=1e-6)

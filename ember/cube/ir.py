@@ -286,6 +286,7 @@ class Kernel:
     filename: str = "<kernel>"
     source_lines: dict = field(default_factory=dict)  # line -> text, for errors raised after the frontend
     contract: bool = False  # may the compiler fuse a * b + c into one FMA (cube.kernel(contract=True))
+    eviction: str | None = None  # cache eviction hint for read-only arrays' loads (cube.kernel(eviction_policy=...))
 
 
 # ---- walking ------------------------------------------------------------------------------------

@@ -45,6 +45,8 @@ _VEC = {("f32", 2): "float2", ("f32", 4): "float4", ("f64", 2): "double2", ("f64
         ("i32", 2): "int2", ("i32", 4): "int4", ("u32", 2): "uint2", ("u32", 4): "uint4",
         ("i64", 2): "longlong2", ("i64", 4): "longlong4", ("f16", 2): "uint32_t", ("f16", 4): "uint2",
         ("bf16", 2): "uint32_t", ("bf16", 4): "uint2", ("bool", 2): "uchar2", ("bool", 4): "uchar4"}
+# 32-bit element types a hinted load reads: (inline-asm register constraint, PTX type)
+_HINT_REG = {"f32": ("f", "f32"), "i32": ("r", "b32"), "u32": ("r", "b32")}
 _ATOMIC_NATIVE = {
     ("add", "i32"), ("add", "u32"), ("add", "f32"), ("add", "f64"), ("sub", "i32"), ("sub", "u32"),
     ("max", "i32"), ("max", "u32"), ("min", "i32"), ("min", "u32"), ("and", "i32"), ("and", "u32"),
@@ -101,12 +103,41 @@ class CudaRenderer(CFamily):
         return super().x_Call(e)
 
     # ---- memory ---------------------------------------------------------------------------------
+    def hinted_load(self, dec, n: int) -> str | None:
+        """The helper reading a vector of ``n`` elements of array ``dec`` with the kernel's eviction hint
+        (PTX: an L1 priority and an L2 cache policy), or None for a plain load: no hint, an array the kernel
+        writes (an asm load is not ordered after the kernel's own stores), not in global memory, or not
+        32-bit elements. Only vector loads take it: each is one statement, so one load (a scalar load is an
+        expression the renderer may repeat, which an asm load would make several loads)."""
+        policy = self.k.eviction
+        if not policy or dec.written or dec.space != "global" or dec.elem.name not in _HINT_REG:
+            return None
+        reg, ptx = _HINT_REG[dec.elem.name]
+        ct = _VEC[(dec.elem.name, n)]
+        name = f"cb_ld_{policy}_{dec.elem.name}x{n}"
+        if name not in self.helpers:
+            lanes = [f"v.{c}" for c in "xyzw"[:n]]
+            dst = "{" + ", ".join(f"%{k}" for k in range(n)) + "}"
+            outs = ", ".join(f'"={reg}"({v})' for v in lanes)
+            self.helpers[name] = (
+                f"__device__ __forceinline__ {ct} {name}(const {dec.elem.c} *p) {{\n"
+                f"    {ct} v; uint64_t pol;\n"
+                f'    asm volatile("createpolicy.fractional.L2::{policy}.b64 %0, 1.0;" : "=l"(pol));\n'
+                f'    asm volatile("ld.global.L1::{policy}.L2::cache_hint.v{n}.{ptx} {dst}, [%{n}], %{n + 1};"'
+                f' : {outs} : "l"(p), "l"(pol));\n'
+                f"    return v;\n}}\n")
+        return name
+
     def s_VecLoad(self, s: ir.VecLoad, d: int) -> list[str]:
         dec = self.k.arrays[s.array]
         n = len(s.dsts)
         vt = _VEC[(dec.elem.name, n)]
         p = self.pad(d)
-        out = [f"{p}{{ const {vt} cb_v = *reinterpret_cast<const {vt} *>(&{s.array}[{self.expr(s.index)}]);"]
+        fn = self.hinted_load(dec, n)
+        if fn is not None:
+            out = [f"{p}{{ const {vt} cb_v = {fn}(&{s.array}[{self.expr(s.index)}]);"]
+        else:
+            out = [f"{p}{{ const {vt} cb_v = *reinterpret_cast<const {vt} *>(&{s.array}[{self.expr(s.index)}]);"]
         for k, v in enumerate(s.dsts):
             lane = self.from_storage(dec.elem, self._lane("cb_v", dec.elem, n, k))
             out.append(f"{p}    {self.var(v.name)} = {lane};")

@@ -32,6 +32,9 @@ class HipRenderer(CudaRenderer):
             return str(WARP)
         return super().special(e)
 
+    def hinted_load(self, dec, n: int) -> None:
+        return None  # the eviction hints are PTX: AMD's loads stay plain
+
     def s_Atomic(self, s: ir.Atomic, d: int) -> list[str]:
         dec = self.k.arrays[s.array]
         if dec.elem.name == "i64" and s.op in ("max", "min"):  # HIP has no signed 64-bit atomicMax/Min
