@@ -35,10 +35,11 @@ def ctype(dtype) -> str | None:
     return CUBE_TYPE.get(getattr(dtype, "np", None))
 
 
-def compile_source(src: str, name: str):
-    """The cube.Kernel for generated source (made once per distinct source in a process)."""
+def compile_source(src: str, name: str, eviction_policy: str | None = None):
+    """The cube.Kernel for generated source (made once per distinct source in a process); ``eviction_policy``
+    is cube.kernel's cache hint for its vector loads."""
     k = _KERNELS.get(src)
-    if k is not None:
+    if k is not None and k.eviction_policy == eviction_policy:  # (a source's generator always asks the same)
         return k
     _counter[0] += 1
     filename = f"<ember-fusion-{_counter[0]}>"
@@ -48,7 +49,7 @@ def compile_source(src: str, name: str):
     exec(compile(src, filename, "exec"), g)  # noqa: S102 - our own generated kernel source
     # contract: on the GPU, a * b + c may compile to one FMA, as in PyTorch's kernels (nvcc's default):
     # fewer instructions in math-heavy chains, results within an ulp of the unfused ops'
-    k = cube.kernel(g[name], contract=True)
+    k = cube.kernel(g[name], contract=True, eviction_policy=eviction_policy)
     _KERNELS[src] = k
     return k
 
@@ -171,10 +172,11 @@ def _stride_class(s: int) -> str:
 class Kernel:
     """A generated kernel ready to launch: the cube kernel, and how to bind its arguments."""
 
-    __slots__ = ("kern", "source", "block", "bind")
+    __slots__ = ("kern", "source", "block", "bind", "rows")
 
-    def __init__(self, kern, source, block, bind):
+    def __init__(self, kern, source, block, bind, rows: bool = False):
         self.kern, self.source, self.block, self.bind = kern, source, block, bind
+        self.rows = rows  # a block per row (gpurows): the GPU targets launch a block for every row
 
 
 def _grid_stride(body: list, nvb: str, barrier: bool = True) -> list:

@@ -301,7 +301,9 @@ def block_rows(reds: list, outputs: list, style, order: list, kgroups: list, kc:
     src = top + decls + [f"    for bx in range(cube.block_idx.x, {nvb}, cube.grid_dim.x):"] + head + pre + body + [
         "        cube.sync_threads()"]
     src = f"def fused_rows({', '.join(params)}):\n" + "\n".join(src) + "\n"
-    kern = compile_source(src, "fused_rows")
+    # the rows' loads ask L2 to keep their lines ("evict_last", as Triton's layer norm does): on the H200 a
+    # (32768, 4096) layer norm kernel 4,170 -> 4,320 GB/s (bench/results/2026-12-04-session10.md)
+    kern = compile_source(src, "fused_rows", eviction_policy="evict_last")
     arrays = [buf for _, _, buf in g.arrays] + [buf for _, _, buf in red_outs + outs]
     scalars = [(t, v) for _, t, v in g.scalars]
     nvblocks = -(-nout // 32) if column else nout
@@ -319,7 +321,7 @@ def block_rows(reds: list, outputs: list, style, order: list, kgroups: list, kc:
         sizes = {"nout": nout, "nred": nred, "nvb": nvblocks, "zero": 0}
         return nvblocks, bind_scalars(scalars, sizes, dims)
 
-    return Kernel(kern, src, block, (arrays, bind, len(g.arrays)))
+    return Kernel(kern, src, block, (arrays, bind, len(g.arrays)), rows=not column)
 
 
 def _vec_rows(style, reds: list, outputs: list, order: list, kgroups: list, rgroups: list, rc: tuple, ost: tuple,

@@ -262,7 +262,8 @@ def _build(fu, writes: dict, live: list, serial: int) -> Plan:
         ops = sorted({n.op for t in g for n in _nodes(t.tree)} - {"ld", "sc"})
         # the step keeps the compiled kernel and its source, not the generator's binder: that one
         # references this window's nodes and buffers, which a cached plan must not keep alive
-        plan.steps.append((_KERNEL, kern.kern, fu.target.grid(grid, kern.block), kern.block, refs, template, fill,
+        launch_grid = fu.target.grid(grid, kern.block, kern.rows)
+        plan.steps.append((_KERNEL, kern.kern, launch_grid, kern.block, refs, template, fill,
                            (len(g), g[0].buf.shape, grid, ", ".join(ops), kern.source)))
         plan.n_kernels += 1
     for fh, buf in zip(live, live_bufs):

@@ -124,10 +124,11 @@ class CpuTarget:
     # on 2 threads, 5.4 ms on one; 2**17 and 2**20 were tried before)
     WORK_PER_BLOCK = 1 << 22
 
-    def grid(self, blocks: int, block: int) -> int:
+    def grid(self, blocks: int, block: int, rows: bool = False) -> int:
         """How many blocks to launch for ``blocks`` virtual blocks of ``block`` threads (kernels loop
         over the rest): few enough that each has real work, since waking OpenMP threads costs tens
-        of microseconds (and far more on a loaded machine)."""
+        of microseconds (and far more on a loaded machine). ``rows``: a GPU-form row kernel (a block
+        per row), which the GPU targets launch whole."""
         if blocks <= 1:
             return blocks
         return max(1, min(blocks, blocks * block // self.WORK_PER_BLOCK))

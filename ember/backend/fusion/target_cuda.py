@@ -51,12 +51,14 @@ class CudaTarget:
         self._sms = int(self._dev.attributes.get("MultiProcessorCount", 80))
         self._bound: dict = {}  # (kernel, block) -> (function, argument converters)
 
-    def grid(self, blocks: int, block: int) -> int:
+    def grid(self, blocks: int, block: int, rows: bool = False) -> int:
         """Blocks to launch for ``blocks`` virtual blocks: enough to fill every SM a few times over
-        (the kernels loop over the rest), never more than the work has."""
+        (the kernels loop over the rest), never more than the work has; a block for every row of a row
+        kernel (``rows``): the GPU then hands rows to SMs as they free up (H200, (32768, 4096) layer norm
+        and softmax kernels: ~1% faster than 16 waves of blocks each looping over ~2 rows)."""
         # resident threads per SM on every GPU since Volta is 2048 (1536 on some consumer parts:
         # a grid a little too large only costs a few more loop iterations per block)
-        if blocks <= 1:
+        if blocks <= 1 or rows and blocks < 1 << 31:
             return blocks
         per_sm = max(1, 2048 // block)
         # small blocks (elementwise kernels): 16 waves; measured on the H200, the 256M chain ran 2-3%

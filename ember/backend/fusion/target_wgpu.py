@@ -69,7 +69,7 @@ class WgpuTarget:
         self._pipes: dict = {}  # (kernel, block, aliased) -> (pipeline, bind group layout, scalar types)
 
     # ---- memory ----------------------------------------------------------------------------------
-    def grid(self, blocks: int, block: int) -> int:
+    def grid(self, blocks: int, block: int, rows: bool = False) -> int:
         """Blocks to launch: the kernels loop over the rest (a grid-stride loop)."""
         return max(0, min(blocks, 4096))
 
