@@ -283,6 +283,20 @@ def _flushed(fn, layer):
 INNER = 10  # GPU calls per timed sample
 
 
+def _cuda_here(section: str) -> bool:
+    """Whether ember's "cuda" device and PyTorch's CUDA both work here; prints why ``section`` is skipped
+    when not."""
+    if not torch.cuda.is_available():
+        print(f"# {section} skipped: PyTorch has no CUDA here")
+        return False
+    try:
+        ember.device("cuda")
+    except Exception as e:  # noqa: BLE001 - no CuPy, no GPU: the section is skipped, saying why
+        print(f"# {section} skipped: no ember CUDA device here ({type(e).__name__}: {str(e)[:100]})")
+        return False
+    return True
+
+
 def bench_gpu(repeats: int) -> None:
     """The issue's GPU workloads: the chain on 256M float32, softmax and layer_norm on (32768, 4096),
     for cuda:fused (``fused``), the default ``cuda`` stack (``ember``: Fusion with its cost model; cuda:unfused
@@ -290,13 +304,7 @@ def bench_gpu(repeats: int) -> None:
     write of every element). Throughput: each sample is INNER calls issued back to back, then a
     device-wide synchronize (for the Fusion stacks after forcing each call's flush, see _flushed), as a
     training loop issues work; every column is timed the same way."""
-    try:
-        ember.device("cuda")
-    except Exception as e:  # noqa: BLE001
-        print(f"# GPU section skipped: no ember CUDA device here ({type(e).__name__}: {str(e)[:100]})")
-        return
-    if not torch.cuda.is_available():
-        print("# GPU section skipped: PyTorch has no CUDA here")
+    if not _cuda_here("GPU section"):
         return
     print(f"# GPU: {torch.cuda.get_device_name()}")
     import ember.cuda as ecuda
@@ -451,13 +459,7 @@ def bench_gpt2(repeats: int) -> None:
     ember.compile (and eager, when EMBER_DEFAULT_FUSION=1 makes ``cuda`` fused), PyTorch eager and
     torch.compile;
     then each column's first step (cold start: compiles and, for ember.compile, the captures)."""
-    if not torch.cuda.is_available():
-        print("# GPT-2 section skipped: PyTorch has no CUDA here")
-        return
-    try:
-        ember.device("cuda")
-    except Exception as e:  # noqa: BLE001
-        print(f"# GPT-2 section skipped: no ember CUDA device here ({type(e).__name__})")
+    if not _cuda_here("GPT-2 section"):
         return
     import gc
 
@@ -494,13 +496,7 @@ def bench_gpt2_interleaved(rounds: int) -> None:
     taking turns: each round times 3 steps of every column in turn (synchronised), and each column's figure
     is its median step over the rounds, so a host whose speed moves during the run moves every column."""
     import statistics
-    if not torch.cuda.is_available():
-        print("# gpt2-interleaved skipped: PyTorch has no CUDA here")
-        return
-    try:
-        ember.device("cuda")
-    except Exception as e:  # noqa: BLE001
-        print(f"# gpt2-interleaved skipped: no ember CUDA device here ({type(e).__name__})")
+    if not _cuda_here("gpt2-interleaved"):
         return
     import ember.cuda as ecuda
     steps = {"ember": (_gpt2_ember("cuda", False)[0], ecuda.synchronize),
