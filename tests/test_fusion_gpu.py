@@ -153,9 +153,11 @@ def test_layer_norm_one_kernel(dev, shape):
     assert n.total == 1
 
 
-def test_rows_of_whole_vectors_read_and_write_four_at_a_time(dev, monkeypatch):
-    # rows of 4096 float32 split into whole 4-element vectors per thread take the 16-byte form on targets
-    # with vector accesses (the CUDA forms); a row starting off a 16-byte boundary takes the scalar form
+@pytest.mark.parametrize("n", [4096, 768])
+def test_rows_of_whole_vectors_read_and_write_four_at_a_time(dev, monkeypatch, n):
+    # rows of float32 split into whole 4-element vectors per thread (4096: 256 threads x 16; GPT-2's 768:
+    # 64 x 12) take the 16-byte form on targets with vector accesses (the CUDA forms); a row starting off a
+    # 16-byte boundary takes the scalar form
     from ember.backend.fusion import codegen
     target = _fusion(dev).target
     launched = []
@@ -166,13 +168,13 @@ def test_rows_of_whole_vectors_read_and_write_four_at_a_time(dev, monkeypatch):
         return orig(self, kern, *a)
     monkeypatch.setattr(type(target), "launch", launch)
     T = torch.tensor
-    x0, w0, b0 = rand(21, 6, 4097), rand(22, 4096), rand(23, 4096)
+    x0, w0, b0 = rand(21, 6, n + 1), rand(22, n), rand(23, n)
     x, w, b = t(dev, x0), t(dev, w0), t(dev, b0)
-    for sl in (slice(0, 4096), slice(1, 4097)):
+    for sl in (slice(0, n), slice(1, n + 1)):
         xs = x[:, sl].contiguous() if sl.start == 0 else x[:, sl]
-        got_ln = host(F.layer_norm(xs, (4096,), w, b))
+        got_ln = host(F.layer_norm(xs, (n,), w, b))
         got_sm = host(F.softmax(x[:, sl] * 2.0, dim=-1))
-        want_ln = torch.nn.functional.layer_norm(T(x0[:, sl]), (4096,), T(w0), T(b0)).numpy()
+        want_ln = torch.nn.functional.layer_norm(T(x0[:, sl]), (n,), T(w0), T(b0)).numpy()
         want_sm = torch.softmax(T(x0[:, sl]) * 2.0, dim=-1).numpy()
         np.testing.assert_allclose(got_ln, want_ln, rtol=1e-4, atol=1e-4)
         np.testing.assert_allclose(got_sm, want_sm, rtol=1e-5, atol=1e-7)

@@ -68,7 +68,9 @@ def block_rows(reds: list, outputs: list, style, order: list, kgroups: list, kc:
     else:
         block = min(style.row_block, max(32, _pow2(-(-nred // ROW_ELEMS))))
         stride, start = block, "t"
-    per = _pow2(max(1, -(-nred // stride)))
+    # elements of a row a thread takes (not rounded up to a power of two: a row of 768 is 64 threads x 12,
+    # whole vectors with no bounds test, where 64 x 16 left a quarter of the steps masked)
+    per = max(1, -(-nred // stride))
     cached = per <= MAX_PER
     exact = cached and per * stride == nred  # every (thread, step) has an element: no bounds test
     ragged = column and nout % 32 != 0  # the last block's lanes past the last row
