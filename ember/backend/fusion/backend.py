@@ -31,7 +31,7 @@ import sys
 import weakref
 
 from ..base import draws_random
-from . import composites, products, schedule
+from . import composites, products, replay, schedule
 from .codegen import ctype
 from .composites import COVERED
 from .graph import FH, Buf, N, load
@@ -102,7 +102,8 @@ class Fusion(Recorder):
         self._pending: list = []  # weakrefs to pending handles recorded since the last flush
         self._writes: dict = {}  # storage id -> (dst Buf, value node, dst array): the last pending write
         self._alias: dict = {}  # id(array) -> (weakref(array), token) for materialised pending results
-        self.stats = {"kernels": 0, "inner_ops": 0, "flushes": 0, "views": 0, "plan_hits": 0, "plans": 0}
+        self.stats = {"kernels": 0, "inner_ops": 0, "flushes": 0, "views": 0, "plan_hits": 0, "plans": 0,
+                      "ops_replayed": 0}
         self._dtype_of = inner.dtype
         self._strides_of = inner.strides
         self._shape_of = inner.shape
@@ -110,6 +111,7 @@ class Fusion(Recorder):
         # the recording window's structural signature (see schedule.py: a flush whose signature was
         # seen before replays that flush's plan); _h hashes it incrementally as ops are recorded
         self._plans: dict = {}
+        self._memos: dict = {}  # window signature hash after an op -> its replay.OpMemo
         self._serial = 0
         self._busy = 0  # > 0 while an op is being recorded (a flush then taints the new window)
         self._tape = None  # an open ember.compile capture's Tape (tape.py): the work run is also recorded
@@ -125,6 +127,9 @@ class Fusion(Recorder):
         self._srcs: list = []  # (op, inputs, attrs, k) of single ops that may run on the inner backend
         self._lifted: dict = {}  # id(inner array) -> the FH standing for it in this window (see _lift)
         self._tainted = tainted  # a flush in the middle of recording an op: not cacheable
+        # replay.py: ops of a window seen before are replayed from memos (logged here) until one isn't known
+        self._log: list | None = None if tainted or not replay.enabled() else []
+        self._learning = not tainted  # every op recorded so far was replayable: remember the next one
 
     def __repr__(self) -> str:
         return f"Fusion({self.inner!r})"
@@ -247,8 +252,18 @@ class Fusion(Recorder):
             if lifted is not None:
                 self._busy += 1
                 try:
-                    self._note(self._describe(op, lifted, attrs))
-                    r = self._record(op, lifted, attrs)
+                    desc = self._describe(op, lifted, attrs)
+                    self._note(desc)
+                    r = None
+                    if self._log is not None:
+                        memo = self._memos.get(self._h)
+                        if memo is not None and memo.n_sig == len(self._sig) and memo.desc == desc:
+                            r = replay.replay(self, memo, op, lifted, attrs)
+                        else:
+                            replay.materialise(self)
+                    if r is None:
+                        r = self._record_and_learn(op, lifted, attrs, desc) if self._learning else \
+                            self._record(op, lifted, attrs)
                 finally:
                     self._busy -= 1
                 if r is not None:
@@ -258,6 +273,23 @@ class Fusion(Recorder):
                         self.flush()
                     return r
         return self._pass(op, inputs, attrs)
+
+    def _record_and_learn(self, op: str, inputs: tuple, attrs: dict, desc: tuple):
+        """:meth:`_record`, remembering how to replay the op when a later window reaches this point."""
+        h = self._h
+        mark = (len(self._sig), len(self._pending), len(self._scal), len(self._srcs), len(self._leaves),
+                len(self._writes))
+        r = self._record(op, inputs, attrs)
+        if r is None:
+            return r
+        memo = replay.learn(self, desc, op, inputs, attrs, r, mark)
+        if memo is None:
+            self._learning = False  # ops after this one are reached by recording, never replayed
+        else:
+            if len(self._memos) >= replay.MAX_MEMOS:
+                self._memos.clear()
+            self._memos[h] = memo
+        return r
 
     def _record(self, op: str, inputs: tuple, attrs: dict):
         """The pending handle(s) of ``op``, or None when it is not recorded (then it syncs)."""

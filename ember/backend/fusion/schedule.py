@@ -30,7 +30,7 @@ import time
 import weakref
 
 from ..._shape import contiguous_strides
-from . import codegen, products, rowgen
+from . import codegen, products, replay, rowgen
 from .graph import FH, Buf, N, load, loads
 
 
@@ -74,15 +74,9 @@ def _debug() -> bool:
 
 
 def flush(fu) -> None:
-    pend, writes, sig, h = fu._pending, fu._writes, fu._sig, fu._h
-    serial, tainted = fu._serial, fu._tainted
-    leaves, scal, srcs = fu._leaves, fu._scal, fu._srcs
-    fu._pending = []
-    fu._writes = {}
-    fu._new_window(fu._busy > 0)
-    fu.stats["flushes"] += 1
+    sig, h, tainted = fu._sig, fu._h, fu._tainted
     live = []
-    for r in pend:
+    for r in fu._pending:
         fh = r()
         if fh is not None and fh.arr is None and fh.node is not None:
             live.append(fh)
@@ -92,6 +86,14 @@ def flush(fu) -> None:
         plan = fu._plans.get(key)
         if plan is not None and plan.sig != sig:
             plan = None
+    if plan is None and fu._log:
+        replay.materialise(fu)  # replayed ops (replay.py): the plan is built from their recorded graph
+    writes, serial = fu._writes, fu._serial
+    leaves, scal, srcs = fu._leaves, fu._scal, fu._srcs
+    fu._pending = []
+    fu._writes = {}
+    fu._new_window(fu._busy > 0)
+    fu.stats["flushes"] += 1
     if plan is None:
         try:
             plan = _build(fu, writes, live, serial)

@@ -1,0 +1,214 @@
+"""Op replay: recording a window that was seen before without building its expression graph.
+
+A training step records the same ops every call, and every flush after the first finds its plan in
+the cache (schedule.py): the nodes recording built were only needed to *build* that plan. Recording
+them is most of an op's host time (a layer norm is seven nodes, their broadcasts and checks), so
+Fusion remembers, for each op it recorded, what the frontend and the flush need from it, keyed by
+the window's structural signature up to and including that op (``Fusion._h``, which covers every
+earlier op, its attributes and input references, and every leaf's geometry):
+
+* the result handles' shapes, dtypes and strides, their window positions, and where a view's base
+  and storage token come from;
+* which scalar slots the op filled (from its scalar inputs, or constants fixed by its attributes),
+  and which single ops on memory it registered to run on the inner backend.
+
+When the next window reaches the same signature (the op's descriptor is compared too), the op is
+*replayed*: result handles are made from that memo with a placeholder expression (``LAZY``), the
+window's scalar and source slots are filled exactly as recording would, and the op is appended to
+the window's log. If the window then ends in a cached plan, the flush runs it as usual (it needs the
+leaves, scalars, sources and live handles, not the nodes). At the first op the memo doesn't know
+(or one that can't be replayed: in-place writes, ops whose recording depends on a scalar's value),
+or at a flush whose plan is not cached, the window is *materialised*: the logged ops are recorded
+for real, in order, and their nodes moved into the handles the frontend holds, so the window
+continues exactly as if it had been recorded op by op from its start.
+
+The log keeps no pending handle alive (the flush writes a value to memory only if someone still
+holds its handle): it refers to pending inputs by their window position.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import weakref
+
+from .graph import FH, N, Token
+
+__all__ = ["LAZY", "OpMemo", "learn", "replay", "materialise", "enabled", "replaying"]
+
+# the expression of a replayed handle until its window is materialised (never compiled: a flush either
+# replays a cached plan or materialises the window first)
+LAZY = N("lazy", (), (), None)
+_SCALARS = frozenset({bool, int, float})
+_CUR = object()  # a source op's inputs/attributes are the recorded op's own
+MAX_MEMOS = 1 << 14  # ops remembered per Fusion layer (a training step records a few thousand)
+_STATE = {"enabled": os.environ.get("EMBER_FUSION_REPLAY", "1") not in ("0", "off", "false")}
+
+
+def enabled() -> bool:
+    """Whether op replay is on (``EMBER_FUSION_REPLAY=0`` or :func:`replaying` turn it off)."""
+    return _STATE["enabled"]
+
+
+@contextlib.contextmanager
+def replaying(flag: bool = True):
+    """Turn op replay on or off for windows opened inside a ``with`` block (off: every op builds its
+    graph, as the first window does; results are the same, only host time differs).
+
+    >>> from ember.backend import fusion
+    >>> with fusion.replaying(False):
+    ...     pass  # ops recorded here build their expression graphs
+    """
+    old = _STATE["enabled"]
+    _STATE["enabled"] = bool(flag)
+    try:
+        yield
+    finally:
+        _STATE["enabled"] = old
+
+
+class _Dead:
+    pass
+
+
+_DEAD = weakref.ref(_Dead())  # a window position whose handle the frontend never sees (a composite's step)
+
+
+class OpMemo:
+    """What replaying one recorded op needs (see the module docstring)."""
+
+    __slots__ = ("desc", "n_sig", "results", "single", "blank", "scal", "srcs")
+
+    def __init__(self, desc, n_sig, results, single, n_tracked, scal, srcs):
+        self.desc = desc
+        self.n_sig = n_sig  # the signature's length after this op: a second check on the hash key
+        self.results = results  # per result: (k,) input k itself | (pos, shape, dtype, strides, tok, view)
+        self.single = single  # one handle, not a tuple
+        self.blank = [_DEAD] * n_tracked  # window positions the op takes
+        self.scal = scal  # per scalar slot: (k, None) scalar input k | (-1, value) a constant
+        self.srcs = srcs  # per source op: (op, inputs spec | _CUR, attrs | _CUR)
+
+
+def _index(x, seq) -> int:
+    for k, y in enumerate(seq):
+        if y is x:
+            return k
+    return -1
+
+
+def learn(fu, desc, op, inputs, attrs, r, mark) -> OpMemo | None:
+    """The memo of op ``op`` just recorded (``r`` its result), or None when it can't be replayed.
+    ``mark`` = the window's (signature, pending, scalar, source, leaf, write) counts before recording it,
+    the signature's counted after its descriptor."""
+    n_sig, p0, s0, r0, l0, w0 = mark
+    if len(fu._sig) != n_sig or len(fu._leaves) != l0 or len(fu._writes) != w0 or op[-1] == "_" or op == "assign":
+        return None  # recording noted a value (x ** 2, lerp), registered memory or wrote some: not replayable
+    pending = fu._pending
+    n = len(pending)
+    results = []
+    for fh in (r if r.__class__ is tuple else (r,)):
+        if fh.__class__ is not FH:
+            return None
+        k = _index(fh, inputs)
+        if k >= 0:
+            results.append((k,))
+            continue
+        if fh.arr is not None or fh.write is not None or not p0 <= fh.idx < n or pending[fh.idx]() is not fh:
+            return None
+        tok = -1
+        for j, x in enumerate(inputs):
+            if x.__class__ is FH and x.token is not None and x.token is fh.token:
+                tok = j
+        view = -1
+        if fh.view_of is not None:
+            base, vop, vattrs = fh.view_of
+            view = _index(base, inputs)
+            if view < 0 or vop != op or vattrs is not attrs:
+                return None
+        results.append((fh.idx - p0, fh.shape, fh.dtype, fh.strides, tok, view))
+    scalars = [k for k, x in enumerate(inputs) if x.__class__ in _SCALARS]
+    added = fu._scal[s0:]
+    if scalars:
+        # each slot must be one of the op's scalar inputs, in order (elementwise ops): a value computed
+        # from them would be a constant in the memo
+        if len(added) != len(scalars) or any(v is not inputs[k] for v, k in zip(added, scalars)):
+            return None
+        scal = [(k, None) for k in scalars]
+    else:
+        scal = [(-1, v) for v in added]  # constants of the op's attributes (a norm's eps)
+    srcs = []
+    for sop, sin, sattrs, _ in fu._srcs[r0:]:
+        if sin is inputs:
+            spec = _CUR
+        else:
+            spec = []
+            for x in sin:
+                k = _index(x, inputs)
+                if k < 0 and (x.__class__ is FH or scalars):
+                    return None
+                spec.append((k, None) if k >= 0 else (-1, x))
+        srcs.append((sop, spec, _CUR if sattrs is attrs else sattrs))
+    return OpMemo(desc, n_sig, tuple(results), r.__class__ is not tuple, n - p0, scal, srcs)
+
+
+def replay(fu, memo: OpMemo, op, inputs, attrs):
+    """Op ``op``'s result handle(s) from ``memo``, its scalar and source slots filled, the op logged."""
+    pending = fu._pending
+    p0 = len(pending)
+    pending.extend(memo.blank)
+    scal = fu._scal
+    for k, v in memo.scal:
+        scal.append(v if k < 0 else inputs[k])
+    if memo.srcs:
+        srcs = fu._srcs
+        for sop, spec, sattrs in memo.srcs:
+            sin = inputs if spec is _CUR else tuple([v if k < 0 else inputs[k] for k, v in spec])
+            srcs.append((sop, sin, attrs if sattrs is _CUR else sattrs, len(srcs)))
+    out = []
+    for res in memo.results:
+        if len(res) == 1:
+            out.append(inputs[res[0]])
+            continue
+        pos, shape, dtype, strides, tok, view = res
+        fh = FH(shape, dtype, strides, node=LAZY, token=Token() if tok < 0 else inputs[tok].token)
+        fh.idx = p0 + pos
+        pending[p0 + pos] = weakref.ref(fh)
+        if view >= 0:
+            base = inputs[view]
+            fh.view_of = (base, op, attrs)
+            base.viewed = True
+        out.append(fh)
+    # the log names pending inputs by window position only (desc holds it): it must not keep them alive
+    fu._log.append((op, memo.desc, tuple([None if x.__class__ is FH and x.arr is None else x for x in inputs]),
+                    attrs))
+    fu.stats["ops_replayed"] += 1
+    return out[0] if memo.single else tuple(out)
+
+
+def materialise(fu) -> None:
+    """Record the window's replayed ops for real, moving their expressions into the handles the
+    frontend holds; the window continues unreplayed (ops are recorded, the flush analyses if needed)."""
+    log = fu._log
+    fu._log = None
+    if not log:
+        return
+    old = fu._pending
+    fu._pending, fu._scal, fu._srcs = [], [], []
+    made: dict = {}  # window position -> the handle standing for it (the frontend's, or a new one if it is gone)
+    for op, desc, inputs, attrs in log:
+        args = tuple([made[d] if x is None and d.__class__ is int and d >= 0 else x
+                      for x, d in zip(inputs, desc[1])])
+        r = fu._record(op, args, attrs)
+        if r is None:  # recording is deterministic: the memo said this op records
+            raise RuntimeError(f"fusion: replaying op {op!r} failed to record it again (an ember bug)")
+        for new in (r if r.__class__ is tuple else (r,)):
+            if _index(new, args) >= 0:
+                continue
+            i = new.idx
+            mine = old[i]() if i < len(old) else None
+            if mine is None:
+                made[i] = new
+                continue
+            mine.node, mine.buf, mine.view_of = new.node, new.buf, new.view_of
+            fu._pending[i] = weakref.ref(mine)
+            made[i] = mine
