@@ -104,6 +104,7 @@ class Fusion(Recorder):
         self._alias: dict = {}  # id(array) -> (weakref(array), token) for materialised pending results
         self.stats = {"kernels": 0, "inner_ops": 0, "flushes": 0, "views": 0, "plan_hits": 0, "plans": 0,
                       "ops_replayed": 0}
+        self._known: dict = {}  # id(inner array) -> what lifting it asked (see _remember)
         self._dtype_of = inner.dtype
         self._strides_of = inner.strides
         self._shape_of = inner.shape
@@ -136,7 +137,27 @@ class Fusion(Recorder):
 
     # ---- handles ---------------------------------------------------------------------------------
     def _wrap(self, arr) -> FH:
+        """A handle for inner array ``arr`` in memory, its geometry from the memo of arrays seen before."""
+        k = self._known.get(id(arr))
+        if k is not None and k[0]() is arr:
+            return FH(k[1], k[2], k[3], arr=arr)
         return FH(tuple(self._shape_of(arr)), self._dtype_of(arr), tuple(self._strides_of(arr)), arr=arr)
+
+    def _remember(self, fh: FH, storage, flat, strides, offset) -> None:
+        """Keep what lifting inner array ``fh.arr`` into a window asked of the inner backend and the target:
+        a parameter or an input tensor is read by every step, and those questions are a few microseconds each
+        on CuPy. Weak references only (the memo must not keep memory alive); the launch array is kept only
+        when it is the array itself."""
+        arr = fh.arr
+        try:
+            ref, sref = weakref.ref(arr), weakref.ref(storage)
+        except TypeError:  # a handle that can't be weakly referenced: asked again next time
+            return
+        if len(self._known) >= 4096:
+            self._known = {key: e for key, e in self._known.items() if e[0]() is not None}
+            if len(self._known) >= 4096:
+                self._known.clear()
+        self._known[id(arr)] = (ref, fh.shape, fh.dtype, fh.strides, sref, flat is arr, strides, offset)
 
     def _track(self, fh: FH) -> FH:
         fh.idx = len(self._pending)
@@ -171,13 +192,22 @@ class Fusion(Recorder):
 
     def _load_concrete(self, fh: FH) -> N:
         arr = fh.arr
-        storage = self.inner.storage(arr)
-        r = self.target.flat(arr, storage)
-        if r is None:  # memory cube can't index (negative strides, foreign base): read a copy
-            arr = self.target.copy(arr)
+        k = self._known.get(id(arr))
+        if k is not None and k[0]() is not arr:
+            k = None
+        storage = k[4]() if k is not None else None
+        if storage is not None and k[5]:
+            flat, strides, offset = arr, k[6], k[7]
+        else:
             storage = self.inner.storage(arr)
             r = self.target.flat(arr, storage)
-        flat, strides, offset = r
+            if r is None:  # memory cube can't index (negative strides, foreign base): read a copy
+                arr = self.target.copy(arr)
+                storage = self.inner.storage(arr)
+                r = self.target.flat(arr, storage)
+            elif k is None:
+                self._remember(fh, storage, *r)
+            flat, strides, offset = r
         if strides is None:
             strides = contiguous_strides(fh.shape)
         buf = Buf(flat, fh.shape, fh.dtype)
@@ -603,7 +633,12 @@ def _freeze(v):
     which never matches a later window's: that window is then analysed afresh, never mis-replayed)."""
     c = v.__class__
     if c is dict:
-        return tuple([(k, _freeze(x)) for k, x in v.items()])
+        items = tuple(v.items())
+        try:  # the common case: every value hashable (ints, floats, tuples of ints)
+            hash(items)
+            return items
+        except TypeError:
+            return tuple([(k, _freeze(x)) for k, x in v.items()])
     if c is tuple or c is list:
         return tuple([_freeze(x) for x in v])
     try:

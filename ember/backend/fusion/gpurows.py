@@ -46,10 +46,25 @@ MAX_PER = 32  # elements a thread keeps in registers per cached load
 # H200 for (32768, 4096) rows (layer norm 3,680 -> 3,810-3,850 GB/s, softmax 3,460-3,600 -> 3,880-3,900
 # against 8; the sweeps are in bench/results/2026-12-04-session9.md)
 ROW_ELEMS = 16
+# rows of 4,096 elements or more whose reductions are all sums or means (layer and RMS norms) take 8 a thread
+# (twice the threads): H200 (32768, 4096) layer norm kernel 4,261-4,294 -> 4,298-4,332 GB/s (Triton's
+# 4,295-4,331); softmax (a max, then a sum) runs 4,280 GB/s at 16 but 3,321 at 8 (Triton's, 512 threads:
+# 3,366), so it keeps 16 (bench/results/2026-12-04-session11.md)
+SUM_ROW_ELEMS = 8
 
 
 def _pow2(n: int) -> int:
     return 1 << max(0, (n - 1).bit_length())
+
+
+def _row_block(style, reds: list, nred: int) -> int:
+    """Threads of a block that takes a row of ``nred`` elements (see ROW_ELEMS and SUM_ROW_ELEMS)."""
+    block = min(style.row_block, max(32, _pow2(-(-nred // ROW_ELEMS))))
+    if nred >= 4096 and all(red.attrs[0] in ("sum", "mean") for red, _, _ in reds):
+        wide = min(style.row_block, max(32, _pow2(-(-nred // SUM_ROW_ELEMS))))
+        if nred % (4 * wide) == 0:  # whole vectors of four for every thread, as with 16
+            return wide
+    return block
 
 
 def block_rows(reds: list, outputs: list, style, order: list, kgroups: list, kc: tuple, rgroups: list, rc: tuple,
@@ -66,7 +81,7 @@ def block_rows(reds: list, outputs: list, style, order: list, kgroups: list, kc:
         groups = min(style.row_block // 32, max(1, _pow2(-(-nred // 256))))  # warps sharing a row
         block, stride, start = 32 * groups, groups, "rg"
     else:
-        block = min(style.row_block, max(32, _pow2(-(-nred // ROW_ELEMS))))
+        block = _row_block(style, reds, nred)
         stride, start = block, "t"
     # elements of a row a thread takes (not rounded up to a power of two: a row of 768 is 64 threads x 12,
     # whole vectors with no bounds test, where 64 x 16 left a quarter of the steps masked)

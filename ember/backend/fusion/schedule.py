@@ -68,9 +68,12 @@ class Plan:
         self.sig = None
 
 
+# EMBER_DEBUG (read once, like backend.py's: a flush would otherwise look it up in the environment every time)
+_DEBUG = os.environ.get("EMBER_DEBUG", "") not in ("", "0")
+
+
 def _debug() -> bool:
-    v = os.environ.get("EMBER_DEBUG", "")
-    return v not in ("", "0")
+    return _DEBUG
 
 
 def flush(fu) -> None:

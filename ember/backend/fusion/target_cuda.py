@@ -71,18 +71,20 @@ class CudaTarget:
         """A new C-contiguous CuPy array from the pool (the current allocator: a capture's pool)."""
         if self.index:
             with self._dev:
-                return self.cupy.empty(shape, np_dtype)
-        return self.cupy.empty(shape, np_dtype)  # device 0 is current unless a caller switched it
+                return self.cupy.ndarray(shape, np_dtype)
+        return self.cupy.ndarray(shape, np_dtype)  # device 0 is current unless a caller switched it
 
     def new_flat(self, arr):
-        return arr.reshape(-1)
+        """The launch array of a new C-contiguous array: the array itself (a launch reads its pointer and
+        size; CuPy's reshape costs a few microseconds of host time a call)."""
+        return arr
 
     def flat(self, arr, storage) -> tuple | None:
         """(flat contiguous array, element strides, offset) to read ``arr`` through, or None.
         A contiguous view that doesn't start on a 16-byte boundary is read through its base with an
         offset: the generator then sees the offset and doesn't use 16-byte vector loads on it."""
         if arr.flags.c_contiguous and arr.data.ptr % 16 == 0:
-            return arr.reshape(-1), None, 0
+            return arr, None, 0  # contiguous: the array itself is its launch array (see new_flat)
         item = arr.itemsize
         if any(s < 0 or s % item for s in arr.strides):
             return None
@@ -131,34 +133,84 @@ class CudaTarget:
             return
         hit = self._bound.get((kern, block))
         if hit is None:
-            # the first launch goes through cube's checks (and compiles); later ones call the loaded
-            # function directly with arguments the generator fixed the types of
+            # the first launch goes through cube's checks (and compiles); later ones call the driver
+            # directly with an argument block packed in the layout the generator fixed
+            flat = [a if a.ndim == 1 else a.reshape(-1) for a in arrays]  # cube checks the kernels' 1-d params
             with self._dev:
-                kern[grid, block](*arrays, *scalars)
-            values, key, dev = kern.bind((*arrays, *scalars))
-            obj = kern.variant(get_runtime(dev), (block, 1, 1), key).obj
-            fn, layout, _ = obj
-            kinds = [kind for kind, _, _, _ in layout]
-            na = kinds.count("array")
-            if kinds[:na] != ["array"] * na or na != len(arrays):
-                self._bound[(kern, block)] = (None, None)  # a layout the fast path doesn't cover
-                return
-            self._bound[(kern, block)] = (fn, [t.np.type for kind, t, _, _ in layout[na:]])
+                kern[grid, block](*flat, *scalars)
+                values, key, dev = kern.bind((*flat, *scalars))
+                obj = kern.variant(get_runtime(dev), (block, 1, 1), key).obj
+                self._bound[(kern, block)] = _RawLaunch.of(obj[0], obj[1], len(arrays))
             return
-        fn, conv = hit
-        if fn is None:
+        if hit is _CHECKED:
             with self._dev:
-                kern[grid, block](*arrays, *scalars)
+                kern[grid, block](*[a if a.ndim == 1 else a.reshape(-1) for a in arrays], *scalars)
             return
-        i32 = np.int32
-        args: list = []
-        for a in arrays:  # flat arrays: the array and its element count
-            args.append(a)
-            args.append(i32(a.size))
-        for c, v in zip(conv, scalars):
-            args.append(c(v))
         if self.index:
             with self._dev:
-                fn((grid, 1, 1), (block, 1, 1), tuple(args))
+                hit(grid, block, arrays, scalars)
         else:
-            fn((grid, 1, 1), (block, 1, 1), tuple(args))
+            hit(grid, block, arrays, scalars)
+
+
+_CHECKED = object()  # a kernel whose parameter layout the raw launch doesn't cover: cube's checked launch
+_CODES = {("f", 2): "e", ("f", 4): "f", ("f", 8): "d", ("i", 1): "b", ("i", 2): "h", ("i", 4): "i", ("i", 8): "q",
+          ("u", 1): "B", ("u", 2): "H", ("u", 4): "I", ("u", 8): "Q", ("b", 1): "?"}
+
+
+class _RawLaunch:
+    """A kernel launched through ``cuLaunchKernel`` with a packed argument block: CuPy's ``Function``
+    call inspects every argument on every launch (about 20 us of host time a kernel on the H200's host,
+    a third of a recorded layer norm's); the fused kernels' parameters are fixed by the generator (per
+    array a pointer and an int32 element count, then typed scalars), so each launch packs them into
+    one buffer, 8 bytes a parameter, whose slot addresses the driver reads."""
+
+    __slots__ = ("fn", "fptr", "packer", "buf", "params", "params_ptr", "conv", "launch", "stream")
+
+    @classmethod
+    def of(cls, fn, layout, n_arrays: int):
+        """The raw launch of CuPy kernel ``fn`` with parameter ``layout`` on the current device, or _CHECKED."""
+        kinds = [p[0] for p in layout]
+        if kinds[:n_arrays] != ["array"] * n_arrays or kinds.count("array") != n_arrays or \
+                any(p[2] != 1 for p in layout[:n_arrays]):
+            return _CHECKED
+        fmt, conv = ["<"], []
+        for _ in range(n_arrays):
+            fmt.append("Qi4x")  # the pointer, then the element count (int32)
+        for kind, t, _, _ in layout[n_arrays:]:
+            dt = np.dtype(t.np)
+            code = _CODES.get((dt.kind, dt.itemsize))
+            if kind != "scalar" or code is None:
+                return _CHECKED
+            fmt.append(code + (f"{8 - dt.itemsize}x" if dt.itemsize < 8 else ""))
+            conv.append(float if dt.kind == "f" else bool if dt.kind == "b" else int)
+        return cls(fn, "".join(fmt), 2 * n_arrays + len(conv), conv)
+
+    def __init__(self, fn, fmt: str, n_params: int, conv: list):
+        import ctypes
+        import struct
+
+        import cupy
+        from cupy.cuda import driver
+        self.fn = fn  # keeps the module loaded
+        # a RawKernel's loaded function on the current device (the caller's: see CudaTarget.launch)
+        self.fptr = getattr(fn, "kernel", fn).ptr
+        self.packer = struct.Struct(fmt)
+        self.buf = ctypes.create_string_buffer(self.packer.size)
+        base = ctypes.addressof(self.buf)
+        self.params = (ctypes.c_void_p * n_params)(*[base + 8 * k for k in range(n_params)])
+        self.params_ptr = ctypes.addressof(self.params)
+        self.conv = conv
+        self.launch = driver.launchKernel
+        self.stream = cupy.cuda.get_current_stream  # the current stream at each launch (graph captures)
+
+    def __call__(self, grid: int, block: int, arrays: list, scalars: list) -> None:
+        vals = []
+        for a in arrays:
+            vals.append(a.data.ptr)
+            vals.append(a.size)
+        for c, v in zip(self.conv, scalars):
+            vals.append(c(v))
+        # the driver copies the parameters when the launch is queued: the buffer is free again at once
+        self.packer.pack_into(self.buf, 0, *vals)
+        self.launch(self.fptr, grid, 1, 1, block, 1, 1, 0, self.stream().ptr, self.params_ptr, 0)
