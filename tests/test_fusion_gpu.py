@@ -156,8 +156,8 @@ def test_layer_norm_one_kernel(dev, shape):
 @pytest.mark.parametrize("n", [4096, 768])
 def test_rows_of_whole_vectors_read_and_write_four_at_a_time(dev, monkeypatch, n):
     # rows of float32 split into whole 4-element vectors per thread (4096: 512 threads x 8 for layer norm,
-    # 256 x 16 for softmax; GPT-2's 768: 64 x 12) take the 16-byte form on targets with vector accesses (the CUDA forms); a row starting off a
-    # 16-byte boundary takes the scalar form
+    # 256 x 16 for softmax; GPT-2's 768: 64 x 12) take the 16-byte form on targets with vector accesses (the
+    # CUDA forms); a row starting off a 16-byte boundary takes the scalar form
     from ember.backend.fusion import codegen
     target = _fusion(dev).target
     launched = []

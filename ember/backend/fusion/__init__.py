@@ -21,8 +21,8 @@ from __future__ import annotations
 from .backend import Fusion, enabled, is_enabled
 from .replay import replaying
 
-__all__ = ["Fusion", "enabled", "is_enabled", "replaying", "make_cpu_stack", "make_default_cpu_stack", "make_cuda_stack",
-           "make_default_cuda_stack", "make_wgpu_stack", "make_default_wgpu_stack", "kernel_count"]
+__all__ = ["Fusion", "enabled", "is_enabled", "replaying", "make_cpu_stack", "make_default_cpu_stack",
+           "make_cuda_stack", "make_default_cuda_stack", "make_wgpu_stack", "make_default_wgpu_stack", "kernel_count"]
 
 
 def _c_compiler_works() -> bool:
