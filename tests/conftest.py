@@ -9,7 +9,6 @@ import pytest
 
 import ember
 
-
 # Mesa's lavapipe (the WebGPU adapter on CPU-only machines) complains on stderr without it
 os.environ.setdefault("XDG_RUNTIME_DIR", tempfile.gettempdir())
 

@@ -11,12 +11,11 @@ import numpy as np
 import pytest
 
 import ember
+import tests.test_registry as forward
+import tests.test_registry_grad as grads
 from ember.backend.autodiff import Autodiff
 from ember.backend.meta import Meta, contiguous_strides, infer, is_view_op
 from ember.backend.numpy import Numpy
-
-import tests.test_registry as forward
-import tests.test_registry_grad as grads
 
 
 class MetaCheck(Numpy):

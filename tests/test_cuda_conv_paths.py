@@ -160,7 +160,8 @@ def test_batch_norm_forward_backward_match_torch(dev, shape, affine, dtype):
         _close(kw["bias"].grad, tkw["bias"].grad, tol * 10)
 
 
-POOLS = [((2, 3, 9, 8), 3, 2, 1, 1), ((1, 2, 6, 6), 2, 2, 0, 1), ((2, 2, 7, 7), 3, 1, 1, 2), ((1, 1, 5, 7), (2, 3), (1, 2), (1, 1), 1)]
+POOLS = [((2, 3, 9, 8), 3, 2, 1, 1), ((1, 2, 6, 6), 2, 2, 0, 1), ((2, 2, 7, 7), 3, 1, 1, 2),
+         ((1, 1, 5, 7), (2, 3), (1, 2), (1, 1), 1)]
 
 
 @pytest.mark.parametrize("dev", DEVICES)

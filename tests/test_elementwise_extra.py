@@ -232,6 +232,7 @@ def test_nextafter_half_on_the_cuda_code_steps_bit_patterns():
     """Every float16 value towards ±inf, ±0 and 1 (the CUDA op code on numpy): numpy's float16
     nextafter is the reference; CuPy's went from the largest finite value to NaN instead of inf."""
     import scipy.special
+
     from ember.backend.cuda.elementwise import build
     nextafter = build(np, scipy.special)["nextafter"]
     values = np.arange(1 << 16, dtype=np.uint16).view(np.float16)

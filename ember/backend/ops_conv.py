@@ -22,8 +22,8 @@ OPS: dict[str, str] = {
     "max_pool": "(x) kernel_size, stride, padding: ((lo, hi), ...), dilation -> (values, int64 indices); padding "
                 "is never chosen, ties take the first max, NaN wins",
     "max_pool_values": "(x) kernel_size, stride, padding, dilation -> max_pool's values only (no index tracking)",
-    "max_pool_backward": "(g, indices) input_size, disjoint -> (N, C, *input_size): g summed at the indices of each plane "
-                         "(disjoint: no index repeats within a plane, so no sums are needed)",
+    "max_pool_backward": "(g, indices) input_size, disjoint -> (N, C, *input_size): g summed at the indices of "
+                         "each plane (disjoint: no index repeats within a plane, so no sums are needed)",
     "avg_pool": "(x) kernel_size, stride, padding (ints), ceil_mode, count_include_pad, divisor_override -> "
                 "window means (integers: sum divided with truncation)",
     "avg_pool_backward": "(g) input_size, and avg_pool's attrs -> the adjoint of avg_pool",
