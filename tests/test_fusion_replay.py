@@ -227,3 +227,26 @@ def test_training_steps_identical_with_and_without_replay():
     for a, b in zip(runs[True][1], runs[False][1]):
         np.testing.assert_array_equal(a, b)
     assert runs[True][0][-1] < runs[True][0][0]
+
+
+def test_lifted_array_memo_never_answers_for_another_array():
+    # Fusion remembers an inner array's geometry by id() behind a weak reference: an entry for a dead array
+    # whose id a new array reuses must be ignored, and arrays freed and made again in a loop read correctly
+    import weakref
+
+    fu = _fusion()
+    rng = np.random.default_rng(10)
+
+    class Gone:
+        pass
+
+    for k in range(8):
+        shape = (3, 5) if k % 2 else (5, 3)
+        x0 = rng.standard_normal(shape).astype(np.float32)
+        x = t(x0)
+        arr = x._h
+        dead = weakref.ref(Gone())  # an entry left by an array that died, under this array's id
+        fu._known[id(arr)] = (dead, (7, 7), ember.float64, (7, 1), dead, True, None, 0)
+        _close((x * 2 + 1).sum(0).cpu().numpy(), (x0 * 2 + 1).sum(0))
+        assert fu._known[id(arr)][1] == shape  # re-learned from the array itself
+        del x, arr
