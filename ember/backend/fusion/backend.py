@@ -24,7 +24,6 @@ sync runs is also appended to the tape, and host reads are refused (CaptureSyncE
 
 from __future__ import annotations
 
-import contextlib
 import math
 import os
 import sys
@@ -37,6 +36,7 @@ from .composites import COVERED
 from .graph import FH, Buf, N, load
 from .ops import ELEMENTWISE, REDUCTIONS, VIEWS
 from .recording import _SCALARS, Recorder, contiguous_strides
+from .switch import switched
 from .target import target_for
 
 _DEBUG = os.environ.get("EMBER_DEBUG", "") not in ("", "0")
@@ -50,7 +50,6 @@ def is_enabled() -> bool:
     return _STATE["enabled"]
 
 
-@contextlib.contextmanager
 def enabled(flag: bool = True):
     """Turn fusion on or off inside a ``with`` block (off: every op runs eagerly on the inner backend).
 
@@ -58,12 +57,7 @@ def enabled(flag: bool = True):
     >>> with fusion.enabled(False):
     ...     pass  # ops here run one by one, for comparison
     """
-    old = _STATE["enabled"]
-    _STATE["enabled"] = bool(flag)
-    try:
-        yield
-    finally:
-        _STATE["enabled"] = old
+    return switched(_STATE, flag)
 
 
 class Fusion(Recorder):

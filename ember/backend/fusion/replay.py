@@ -28,11 +28,11 @@ holds its handle): it refers to pending inputs by their window position.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import weakref
 
 from .graph import FH, N, Token
+from .switch import switched
 
 __all__ = ["LAZY", "OpMemo", "learn", "replay", "materialise", "enabled", "replaying"]
 
@@ -50,7 +50,6 @@ def enabled() -> bool:
     return _STATE["enabled"]
 
 
-@contextlib.contextmanager
 def replaying(flag: bool = True):
     """Turn op replay on or off for windows opened inside a ``with`` block (off: every op builds its
     graph, as the first window does; results are the same, only host time differs).
@@ -59,12 +58,7 @@ def replaying(flag: bool = True):
     >>> with fusion.replaying(False):
     ...     pass  # ops recorded here build their expression graphs
     """
-    old = _STATE["enabled"]
-    _STATE["enabled"] = bool(flag)
-    try:
-        yield
-    finally:
-        _STATE["enabled"] = old
+    return switched(_STATE, flag)
 
 
 class _Dead:
