@@ -280,17 +280,17 @@ class Fusion(Recorder):
                     self._note(desc)
                     r = None
                     if self._log is not None:
-                        memo = self._memos.get(self._h)
+                        memo = self._memos.get(self._h) if replay.enabled() else None
                         if memo is not None and memo.n_sig == len(self._sig) and memo.desc == desc:
                             r = replay.replay(self, memo, op, lifted, attrs)
-                        else:
+                        if r is None:
                             replay.materialise(self)
                     if r is None:
                         r = self._record_and_learn(op, lifted, attrs, desc) if self._learning else \
                             self._record(op, lifted, attrs)
                 finally:
                     self._busy -= 1
-                if r is not None:
+                if r is not None and r is not replay.PASS:
                     # the size bound flushes between ops, never inside one: a window cut inside an op
                     # can't be replayed (tainted), so a long step would re-analyse that window every time
                     if len(self._pending) >= MAX_PENDING:
@@ -301,11 +301,8 @@ class Fusion(Recorder):
     def _record_and_learn(self, op: str, inputs: tuple, attrs: dict, desc: tuple):
         """:meth:`_record`, remembering how to replay the op when a later window reaches this point."""
         h = self._h
-        mark = (len(self._sig), len(self._pending), len(self._scal), len(self._srcs), len(self._leaves),
-                len(self._writes))
+        mark = (len(self._sig), len(self._pending), len(self._scal), len(self._srcs), len(self._leaves))
         r = self._record(op, inputs, attrs)
-        if r is None:
-            return r
         memo = replay.learn(self, desc, op, inputs, attrs, r, mark)
         if memo is None:
             self._learning = False  # ops after this one are reached by recording, never replayed

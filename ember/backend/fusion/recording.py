@@ -242,6 +242,8 @@ class Recorder:
         if value is None:
             return None
         self._register(dst)
+        # a later write through this write's handle lifts the same array: it finds this handle, one leaf
+        self._lifted.setdefault(id(arr), dst)
         dbuf = dst.buf
         self._writes[dbuf.sid] = (dbuf, value, arr)
         if self._tape is not None:
