@@ -464,3 +464,27 @@ def test_cube_kernels_on_pending_cuda_tensors_run_in_program_order():
     np.testing.assert_array_equal(host(out), np.full(n, 6.0, np.float32))
     np.testing.assert_array_equal(host(y), np.full(n, 2.0, np.float32))
     np.testing.assert_array_equal(host(x), np.full(n, 5.0, np.float32))
+
+
+def test_raw_launch_parameter_block_layout():
+    # cuLaunchKernel reads each parameter through a pointer to an 8-byte slot: per array its pointer and its
+    # int32 element count, then the scalars in their C types (the parameters cube's CUDA renderer declares)
+    import struct
+
+    from ember.backend.fusion.target_cuda import param_block
+    from ember.cube import types as ct
+    layout = [("array", ct.f32, 1, 4), ("array", ct.i32, 1, 1), ("scalar", ct.f32, 0, 1), ("scalar", ct.f64, 0, 1),
+              ("scalar", ct.i32, 0, 1), ("scalar", ct.i64, 0, 1), ("scalar", ct.bool_, 0, 1)]
+    fmt, conv = param_block(layout, 2)
+    packer = struct.Struct(fmt)
+    assert packer.size == 8 * 9
+    blob = packer.pack(0x1000, 7, 0x2000, 9, *[c(v) for c, v in zip(conv, (1.5, 2.25, -3.0, 2 ** 40, 1))])
+
+    def slot(k, code):
+        return struct.unpack_from("<" + code, blob, 8 * k)[0]
+    assert (slot(0, "Q"), slot(1, "i"), slot(2, "Q"), slot(3, "i")) == (0x1000, 7, 0x2000, 9)
+    assert (slot(4, "f"), slot(5, "d"), slot(6, "i"), slot(7, "q"), slot(8, "?")) == (1.5, 2.25, -3, 2 ** 40, True)
+    # layouts left to cube's checked launch: an array after a scalar, a 2-d array, a type without a C code here
+    assert param_block([("scalar", ct.f32, 0, 1), ("array", ct.f32, 1, 1)], 1) is None
+    assert param_block([("array", ct.f32, 2, 1)], 1) is None
+    assert param_block([("array", ct.f32, 1, 1), ("scalar", ct.bf16, 0, 1)], 1) is None

@@ -158,6 +158,29 @@ _CODES = {("f", 2): "e", ("f", 4): "f", ("f", 8): "d", ("i", 1): "b", ("i", 2): 
           ("u", 1): "B", ("u", 2): "H", ("u", 4): "I", ("u", 8): "Q", ("b", 1): "?"}
 
 
+def param_block(layout, n_arrays: int) -> tuple | None:
+    """(struct format, scalar converters) of a launch's parameter block: one 8-byte slot per parameter
+    (``cuLaunchKernel`` reads each parameter through a pointer to its slot), per array its pointer and its
+    element count as an int32, then the scalars in their C types; None for a layout of other parameters
+    (arrays after scalars, arrays of more than one dim, scalar types without a struct code). One array
+    and a float32 scalar: ``"<Qi4xf4x"``, ``[float]``."""
+    kinds = [p[0] for p in layout]
+    if kinds[:n_arrays] != ["array"] * n_arrays or kinds.count("array") != n_arrays or \
+            any(p[2] != 1 for p in layout[:n_arrays]):
+        return None
+    fmt, conv = ["<"], []
+    for _ in range(n_arrays):
+        fmt.append("Qi4x")  # the pointer, then the element count (int32)
+    for kind, t, _, _ in layout[n_arrays:]:
+        dt = np.dtype(t.np)
+        code = _CODES.get((dt.kind, dt.itemsize))
+        if kind != "scalar" or code is None:
+            return None
+        fmt.append(code + (f"{8 - dt.itemsize}x" if dt.itemsize < 8 else ""))
+        conv.append(float if dt.kind == "f" else bool if dt.kind == "b" else int)
+    return "".join(fmt), conv
+
+
 class _RawLaunch:
     """A kernel launched through ``cuLaunchKernel`` with a packed argument block: CuPy's ``Function``
     call inspects every argument on every launch (about 20 us of host time a kernel on the H200's host,
@@ -170,21 +193,11 @@ class _RawLaunch:
     @classmethod
     def of(cls, fn, layout, n_arrays: int):
         """The raw launch of CuPy kernel ``fn`` with parameter ``layout`` on the current device, or _CHECKED."""
-        kinds = [p[0] for p in layout]
-        if kinds[:n_arrays] != ["array"] * n_arrays or kinds.count("array") != n_arrays or \
-                any(p[2] != 1 for p in layout[:n_arrays]):
+        block = param_block(layout, n_arrays)
+        if block is None:
             return _CHECKED
-        fmt, conv = ["<"], []
-        for _ in range(n_arrays):
-            fmt.append("Qi4x")  # the pointer, then the element count (int32)
-        for kind, t, _, _ in layout[n_arrays:]:
-            dt = np.dtype(t.np)
-            code = _CODES.get((dt.kind, dt.itemsize))
-            if kind != "scalar" or code is None:
-                return _CHECKED
-            fmt.append(code + (f"{8 - dt.itemsize}x" if dt.itemsize < 8 else ""))
-            conv.append(float if dt.kind == "f" else bool if dt.kind == "b" else int)
-        return cls(fn, "".join(fmt), 2 * n_arrays + len(conv), conv)
+        fmt, conv = block
+        return cls(fn, fmt, 2 * n_arrays + len(conv), conv)
 
     def __init__(self, fn, fmt: str, n_params: int, conv: list):
         import ctypes
