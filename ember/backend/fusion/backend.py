@@ -620,8 +620,9 @@ _RECORDABLE = frozenset(_RECORDED | {op + "_" for op in _RECORDED})  # and their
 
 
 def _freeze(v):
-    """A hashable, comparable form of an attribute value (an unhashable, unknown one gets its id,
-    which never matches a later window's: that window is then analysed afresh, never mis-replayed)."""
+    """A hashable, comparable form of an attribute value. An unhashable, unknown one is named by its id
+    (marked replay.OPAQUE): a later object may reuse the id, so a plan keyed by it is still compared in
+    full at the flush, and an op described with one is never replayed from a memo."""
     c = v.__class__
     if c is dict:
         items = tuple(v.items())
@@ -635,7 +636,7 @@ def _freeze(v):
     try:
         hash(v)
     except TypeError:
-        return ("id", id(v))
+        return (replay.OPAQUE, id(v))
     return v
 
 

@@ -43,6 +43,9 @@ LAZY = N("lazy", (), (), None)
 _SCALARS = frozenset({bool, int, float})
 _CUR = object()  # a source op's inputs/attributes are the recorded op's own
 PASS = object()  # what replay() answers for an op that recording didn't take (Fusion runs it at once)
+# backend._freeze's mark on a value it can only name by id(): an id a dead object's successor may reuse, so an
+# op described with one is never remembered (a plan keyed by it costs at most a re-analysis)
+OPAQUE = object()
 MAX_MEMOS = 1 << 14  # ops remembered per Fusion layer (a training step records a few thousand)
 _STATE = {"enabled": os.environ.get("EMBER_FUSION_REPLAY", "1") not in ("0", "off", "false")}
 
@@ -88,6 +91,15 @@ class OpMemo:
         self.srcs = srcs  # per source op: (op, inputs spec | _CUR, attrs | _CUR)
 
 
+def _opaque(v) -> bool:
+    """Whether a descriptor holds a value named only by its id (see OPAQUE)."""
+    if v.__class__ is not tuple:
+        return False
+    if len(v) == 2 and v[0] is OPAQUE:
+        return True
+    return any(_opaque(x) for x in v)
+
+
 def _index(x, seq) -> int:
     for k, y in enumerate(seq):
         if y is x:
@@ -102,6 +114,8 @@ def learn(fu, desc, op, inputs, attrs, r, mark) -> OpMemo | None:
     n_sig, p0, s0, r0, l0 = mark
     if len(fu._sig) != n_sig or len(fu._leaves) != l0:
         return None  # recording noted a value (x ** 2, lerp) or registered memory: not replayable
+    if _opaque(desc):
+        return None
     if r is None:  # not recorded (a view of memory, say): it runs on the inner backend, as it will next time
         if len(fu._pending) != p0 or len(fu._scal) != s0 or len(fu._srcs) != r0:
             return None  # a composite that failed part way: its steps stay in the window
