@@ -10,7 +10,8 @@ earlier op, its attributes and input references, and every leaf's geometry):
 * the result handles' shapes, dtypes and strides, their window positions, where a view's base and
   storage token come from, and which input's memory a write (``assign``, ``add_``, ...) goes to;
 * which scalar slots the op filled (from its scalar inputs, or constants fixed by its attributes),
-  and which single ops on memory it registered to run on the inner backend.
+  and which single ops on memory it registered to run on the inner backend;
+* or that recording didn't take the op (a view of memory): it runs on the inner backend (``PASS``).
 
 When the next window reaches the same signature (the op's descriptor is compared too), the op is
 *replayed*: result handles are made from that memo with a placeholder expression (``LAZY``), the
