@@ -124,7 +124,8 @@ class Fusion(Recorder):
         self._tainted = tainted  # a flush in the middle of recording an op: not cacheable
         # replay.py: ops of a window seen before are replayed from memos (logged here) until one isn't known
         self._log: list | None = None if tainted or not replay.enabled() else []
-        self._learning = not tainted  # every op recorded so far was replayable: remember the next one
+        # every op recorded so far was replayable: remember the next one (not while replay is off)
+        self._learning = self._log is not None
 
     def __repr__(self) -> str:
         return f"Fusion({self.inner!r})"
@@ -133,8 +134,8 @@ class Fusion(Recorder):
     def _wrap(self, arr) -> FH:
         """A handle for inner array ``arr`` in memory, its geometry from the memo of arrays seen before."""
         k = self._known.get(id(arr))
-        if k is not None and k[0]() is arr:
-            return FH(k[1], k[2], k[3], arr=arr)
+        if k is not None and k.ref() is arr:
+            return FH(k.shape, k.dtype, k.strides, arr=arr)
         return FH(tuple(self._shape_of(arr)), self._dtype_of(arr), tuple(self._strides_of(arr)), arr=arr)
 
     def _remember(self, fh: FH, storage, flat, strides, offset) -> None:
@@ -144,14 +145,14 @@ class Fusion(Recorder):
         when it is the array itself."""
         arr = fh.arr
         try:
-            ref, sref = weakref.ref(arr), weakref.ref(storage)
+            ref, sref = weakref.ref(arr), weakref.ref(storage) if flat is arr else None
         except TypeError:  # a handle that can't be weakly referenced: asked again next time
             return
         if len(self._known) >= 4096:
-            self._known = {key: e for key, e in self._known.items() if e[0]() is not None}
+            self._known = {key: e for key, e in self._known.items() if e.ref() is not None}
             if len(self._known) >= 4096:
                 self._known.clear()
-        self._known[id(arr)] = (ref, fh.shape, fh.dtype, fh.strides, sref, flat is arr, strides, offset)
+        self._known[id(arr)] = _Lifted(ref, fh, sref, strides, offset)
 
     def _track(self, fh: FH) -> FH:
         fh.idx = len(self._pending)
@@ -187,11 +188,11 @@ class Fusion(Recorder):
     def _load_concrete(self, fh: FH) -> N:
         arr = fh.arr
         k = self._known.get(id(arr))
-        if k is not None and k[0]() is not arr:
+        if k is not None and k.ref() is not arr:
             k = None
-        storage = k[4]() if k is not None else None
-        if storage is not None and k[5]:
-            flat, strides, offset = arr, k[6], k[7]
+        storage = k.storage() if k is not None and k.storage is not None else None  # (None: dead, or not kept)
+        if storage is not None:  # the array itself is its launch array (CUDA): nothing to ask
+            flat, strides, offset = arr, k.strides_in, k.offset
         else:
             storage = self.inner.storage(arr)
             r = self.target.flat(arr, storage)
@@ -605,6 +606,20 @@ class Fusion(Recorder):
         elif self._sig:
             self._new_window(self._busy > 0)
 
+
+
+class _Lifted:
+    """What lifting an inner array asked (Fusion._remember): its geometry, and, where the array itself is
+    its launch array, a weak reference to its storage and its element strides and offset in it."""
+
+    __slots__ = ("ref", "shape", "dtype", "strides", "storage", "strides_in", "offset")
+
+    def __init__(self, ref, fh: FH, storage, strides_in, offset: int):
+        self.ref = ref
+        self.shape, self.dtype, self.strides = fh.shape, fh.dtype, fh.strides
+        self.storage = storage  # a weakref, or None: the launch array is asked of the target each time
+        self.strides_in = strides_in
+        self.offset = offset
 
 
 def _same_handle(o, inputs, vals):
